@@ -1,0 +1,1 @@
+"""Benchmark families: variants, input features and input generators of real computations."""

@@ -1,0 +1,103 @@
+"""The ``nitro`` command line."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .store import Store, StoreError
+
+
+def _store(args) -> Store:
+    return Store(args.store)
+
+
+def _emit(args, result, text):
+    print(json.dumps(result, indent=2, default=str) if args.json else text)
+
+
+def cmd_demo(args):
+    from .demo import format_demo, run_demo
+    result = run_demo(_store(args), args.train, args.test, args.seed, progress=not args.json)
+    _emit(args, result, format_demo(result))
+
+
+def cmd_store_ls(args):
+    store = _store(args)
+    out = {}
+    for comp in store.computations():
+        meta = store.meta(comp)
+        out[comp] = {"variants": meta["variants"], "features": meta["features"],
+                     "devices": {d: len(store.recorded_inputs(comp, d)) for d in store.devices(comp)}}
+    lines = [f"{repr(store)}: {len(out)} computation(s)"]
+    for comp, info in out.items():
+        lines.append(f"{comp}: {len(info['variants'])} variants, features {', '.join(info['features'])}")
+        lines += [f"  {d}: {n} rows" for d, n in info["devices"].items()]
+    _emit(args, out, "\n".join(lines))
+
+
+def cmd_store_export(args):
+    from .store.csv_io import export_computation
+    result = export_computation(_store(args), args.computation, args.directory)
+    _emit(args, result, f"exported {result['measurements']} measurements of {result['inputs']} inputs "
+                        f"on {result['devices']} devices to {args.directory}")
+
+
+def cmd_store_import(args):
+    from .store.csv_io import import_computation
+    result = import_computation(_store(args), args.computation, args.directory,
+                                variants=args.variants.split(",") if args.variants else None)
+    _emit(args, result, f"imported {result['rows']} rows on {result['devices']} devices as {args.computation!r}")
+
+
+def cmd_bench_dispatch(args):
+    from .bench.dispatch import bench_dispatch, format_dispatch
+    result = bench_dispatch(calls=args.calls)
+    _emit(args, result, format_dispatch(result))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="nitro", description=__doc__.strip() + " Variant tuning across architectures.")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--store", default=None, help="Redis URL (default: $NITRO_STORE, else the embedded store)")
+    common.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("demo", parents=[common], help="tune the C++ histogram variants here and report quality")
+    p.add_argument("--train", type=int, default=48, help="training images (default 48)")
+    p.add_argument("--test", type=int, default=48, help="test images (default 48)")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_demo)
+
+    store = sub.add_parser("store", help="inspect and move recorded data").add_subparsers(dest="store_command", required=True)
+    p = store.add_parser("ls", parents=[common], help="list computations, devices and row counts")
+    p.set_defaults(func=cmd_store_ls)
+    p = store.add_parser("export", parents=[common], help="write a computation as devices/inputs/measurements CSV")
+    p.add_argument("computation")
+    p.add_argument("directory")
+    p.set_defaults(func=cmd_store_export)
+    p = store.add_parser("import", parents=[common], help="read a devices/inputs/measurements CSV directory")
+    p.add_argument("directory")
+    p.add_argument("computation")
+    p.add_argument("--variants", help="comma-separated variants to keep (default: all)")
+    p.set_defaults(func=cmd_store_import)
+
+    bench = sub.add_parser("bench", help="measure nitro's own speed").add_subparsers(dest="bench_command", required=True)
+    p = bench.add_parser("dispatch", parents=[common], help="dispatch overhead against scikit-learn predict")
+    p.add_argument("--calls", type=int, default=20000)
+    p.set_defaults(func=cmd_bench_dispatch)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except (StoreError, ValueError, TypeError, LookupError, FileNotFoundError) as exc:
+        print(f"nitro: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,21 @@
+"""Describing devices by features (query, datasheet, microbenchmark), with stable ids."""
+from .cpu import cpu_device_id, describe_cpu
+
+__all__ = ["cpu_device_id", "describe_cpu", "describe", "current_device_id", "feature_values"]
+
+
+def current_device_id() -> str:
+    """Stable id of the device nitro measures on by default: this machine's CPU."""
+    return cpu_device_id()
+
+
+def describe(device: str = "cpu") -> dict:
+    """Feature record ``name -> {"value", "unit", "source"}`` of a local device."""
+    if device in ("cpu", cpu_device_id()):
+        return describe_cpu()
+    raise ValueError(f"unknown local device {device!r}; known: 'cpu' ({cpu_device_id()})")
+
+
+def feature_values(record: dict) -> dict[str, float]:
+    """The numeric values of a feature record, leaving out missing ones."""
+    return {k: float(v["value"]) for k, v in record.items() if v.get("value") is not None}

@@ -1,0 +1,105 @@
+"""CPU features from the operating system (``/proc``, ``/sys``, ``os``)."""
+from __future__ import annotations
+
+import os
+import re
+from functools import lru_cache
+from pathlib import Path
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+
+
+@lru_cache(maxsize=1)
+def _cpuinfo() -> dict[str, str]:
+    info: dict[str, str] = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if ":" in line:
+                k, v = line.split(":", 1)
+                info.setdefault(k.strip(), v.strip())
+    except OSError:
+        pass
+    return info
+
+
+def _model_name() -> str:
+    import platform
+    return _cpuinfo().get("model name") or platform.processor() or platform.machine() or "unknown"
+
+
+def cpu_device_id() -> str:
+    """``cpu_<model>_<n>t``: the model name and the logical CPUs this process may use."""
+    return f"cpu_{_slug(_model_name())}_{len(os.sched_getaffinity(0))}t"
+
+
+def _cache_kb() -> dict[int, float]:
+    """Total cache per level in KiB, summed over distinct cache instances."""
+    seen, total = set(), {}
+    for index in Path("/sys/devices/system/cpu").glob("cpu[0-9]*/cache/index[0-9]*"):
+        try:
+            level = int((index / "level").read_text())
+            kind = (index / "type").read_text().strip()
+            shared = (index / "shared_cpu_list").read_text().strip()
+            size = (index / "size").read_text().strip()
+        except OSError:
+            continue
+        if kind == "Instruction" or (level, kind, shared) in seen:
+            continue
+        seen.add((level, kind, shared))
+        kb = float(size[:-1]) * (1024 if size.endswith("M") else 1) if size[-1] in "KM" else float(size) / 1024
+        total[level] = total.get(level, 0.0) + kb
+    return total
+
+
+def _physical_cores() -> int | None:
+    pairs = set()
+    for cpu in Path("/sys/devices/system/cpu").glob("cpu[0-9]*/topology"):
+        try:
+            pairs.add(((cpu / "physical_package_id").read_text(), (cpu / "core_id").read_text()))
+        except OSError:
+            continue
+    return len(pairs) or None
+
+
+def _clock_mhz() -> float | None:
+    for path in ("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq",):
+        try:
+            return float(Path(path).read_text()) / 1000.0
+        except (OSError, ValueError):
+            pass
+    mhz = _cpuinfo().get("cpu MHz")
+    return float(mhz) if mhz else None
+
+
+def _mem_gb() -> float | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return float(line.split()[1]) / 1024 ** 2
+    except OSError:
+        pass
+    return None
+
+
+def describe_cpu() -> dict:
+    """This machine's CPU features, each ``{"value", "unit", "source"}``; a value that
+    cannot be read is ``None`` with the reason in ``"missing"``."""
+    caches = _cache_kb()
+    raw = {
+        "global_mem_gb": (_mem_gb(), "GB"),
+        "cores": (_physical_cores(), "cores"),
+        "threads": (len(os.sched_getaffinity(0)), "threads"),
+        "clock_mhz": (_clock_mhz(), "MHz"),
+        "l1_cache_kb": (caches.get(1), "KB"),
+        "l2_cache_kb": (caches.get(2), "KB"),
+        "l3_cache_kb": (caches.get(3), "KB"),
+    }
+    out = {}
+    for name, (value, unit) in raw.items():
+        rec = {"value": None if value is None else float(value), "unit": unit, "source": "query"}
+        if value is None:
+            rec["missing"] = "not reported by the operating system"
+        out[name] = rec
+    return out

@@ -1,0 +1,63 @@
+"""Run-time choice of a variant: features → model → constraints → variant name."""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+from .model import SelectorModel
+
+
+class Dispatcher:
+    """Chooses a variant for a feature vector with a :class:`SelectorModel`.
+
+    Nitro's rule: the model's choice runs unless a constraint excludes it, in which case the
+    default runs; if the default is excluded too, that is an error.
+    """
+
+    def __init__(self, variants: list[str], features: list[str], default: str):
+        self.variants, self.features, self.default = variants, features, default
+        self.constraints: list[tuple[str, Callable]] = []
+        self.model: SelectorModel | None = None
+
+    def set_model(self, model: SelectorModel | None):
+        if model is not None:
+            unknown = set(model.variants) - set(self.variants)
+            if unknown:
+                raise ValueError(f"the model chooses among variants {sorted(unknown)} this code variant does not have")
+            if model.input_features != self.features:
+                raise ValueError(f"the model was trained on features {model.input_features}, "
+                                 f"not {self.features}")
+        self.model = model
+
+    def _check(self, values: list[float]):
+        if len(values) != len(self.features):
+            raise ValueError(f"expected {len(self.features)} feature values, got {len(values)}")
+        for name, v in zip(self.features, values):
+            if not isinstance(v, (int, float)) or not math.isfinite(v):
+                try:
+                    v = float(v)
+                except (TypeError, ValueError):
+                    raise TypeError(f"input feature {name!r} returned {v!r}, not a number") from None
+                if not math.isfinite(v):
+                    raise ValueError(f"input feature {name!r} is {v}: features must be finite")
+
+    def allowed(self, values: list[float]) -> dict[str, bool]:
+        ok = dict.fromkeys(self.variants, True)
+        if self.constraints:
+            named = dict(zip(self.features, values))
+            for variant, valid_if in self.constraints:
+                if ok[variant] and not valid_if(named):
+                    ok[variant] = False
+        return ok
+
+    def choose(self, values: list[float]) -> str:
+        self._check(values)
+        choice = self.default if self.model is None else self.model.predict([values])[0]
+        if self.constraints:
+            ok = self.allowed(values)
+            if not ok[choice]:
+                choice = self.default
+                if not ok[choice]:
+                    raise ValueError(f"the model's choice and the default variant {self.default!r} "
+                                     "are both excluded by constraints for this input")
+        return choice

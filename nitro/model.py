@@ -1,0 +1,144 @@
+"""Trained selectors as plain data: exported from a fitted learner, stored as JSON,
+validated on load, and evaluated with NumPy alone (no scikit-learn at dispatch time).
+
+A model maps an input-feature vector (plus, for a transferred model, the target's device
+features, held as constants) to a variant name.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+FORMAT = 1
+
+
+@dataclass
+class SelectorModel:
+    variants: list[str]                 # class labels, in the learner's order
+    input_features: list[str]
+    kind: str                           # "constant" | "svc"
+    params: dict = field(default_factory=dict)
+    device_features: dict[str, float] = field(default_factory=dict)  # appended constants
+    provenance: dict = field(default_factory=dict)
+
+    # -- construction ------------------------------------------------------------------------
+    @classmethod
+    def from_estimator(cls, est, input_features, device_features=None, provenance=None):
+        """Export a fitted :class:`nitro.learn.SVMSelector`."""
+        classes = [str(c) for c in est.classes_]
+        common = dict(variants=classes, input_features=list(input_features),
+                      device_features=dict(device_features or {}), provenance=dict(provenance or {}))
+        if getattr(est, "pipeline_", None) is None:
+            return cls(kind="constant", params={"label": 0}, **common)
+        log, scaler, svc = (est.pipeline_[i] for i in range(3))
+        params = {
+            "log_mask": log.log_mask_.tolist(),
+            "mean": scaler.mean_.tolist(), "scale": scaler.scale_.tolist(),
+            "gamma": float(svc._gamma),
+            "support_vectors": svc.support_vectors_.tolist(),
+            "n_support": svc.n_support_.tolist(),
+            "dual_coef": svc._dual_coef_.tolist(),
+            "intercept": svc._intercept_.tolist(),
+        }
+        return cls(kind="svc", params=params, **common)
+
+    def to_dict(self) -> dict:
+        return {"format": FORMAT, "kind": self.kind, "variants": self.variants,
+                "input_features": self.input_features, "device_features": self.device_features,
+                "params": self.params, "provenance": self.provenance}
+
+    @classmethod
+    def from_dict(cls, data) -> "SelectorModel":
+        """Load and validate a model read from the store."""
+        if not isinstance(data, dict):
+            raise ValueError("a model must be a JSON object")
+        if data.get("format") != FORMAT:
+            raise ValueError(f"unsupported model format {data.get('format')!r} (this nitro reads {FORMAT})")
+        kind = data.get("kind")
+        if kind not in ("constant", "svc"):
+            raise ValueError(f"unknown model kind {kind!r}")
+        model = cls(variants=[str(v) for v in data["variants"]],
+                    input_features=[str(f) for f in data["input_features"]], kind=kind,
+                    params=dict(data["params"]),
+                    device_features={str(k): float(v) for k, v in dict(data.get("device_features", {})).items()},
+                    provenance=dict(data.get("provenance", {})))
+        model._validate()
+        return model
+
+    def _validate(self):
+        p = self.params
+        if self.kind == "constant":
+            if not (isinstance(p.get("label"), int) and 0 <= p["label"] < len(self.variants)):
+                raise ValueError("constant model with an invalid label")
+            return
+        d = len(self.input_features) + len(self.device_features)
+        sv = np.asarray(p["support_vectors"], dtype=np.float64)
+        k = len(self.variants)
+        ok = (sv.ndim == 2 and sv.shape[1] == d and len(p["mean"]) == d and len(p["scale"]) == d
+              and len(p["log_mask"]) == d and len(p["n_support"]) == k
+              and sum(p["n_support"]) == sv.shape[0]
+              and np.asarray(p["dual_coef"]).shape == (k - 1, sv.shape[0])
+              and len(p["intercept"]) == k * (k - 1) // 2 and math.isfinite(p["gamma"]))
+        if not ok:
+            raise ValueError("svc model parameters have inconsistent shapes")
+        if not all(np.isfinite(np.asarray(p[key], dtype=float)).all()
+                   for key in ("support_vectors", "dual_coef", "intercept", "mean", "scale")):
+            raise ValueError("svc model parameters are not all finite")
+
+    # -- prediction --------------------------------------------------------------------------
+    def __post_init__(self):
+        self._cache = None
+
+    def _arrays(self):
+        if self._cache is None:
+            p = self.params
+            if self.kind == "constant":
+                self._cache = {}
+            else:
+                k = len(self.variants)
+                st = np.concatenate([[0], np.cumsum(p["n_support"])]).astype(int)
+                coef = np.asarray(p["dual_coef"])
+                pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
+                # one row of weights over all support vectors per one-versus-one pair
+                W = np.zeros((len(pairs), st[-1]))
+                for q, (i, j) in enumerate(pairs):
+                    W[q, st[i]:st[i + 1]] = coef[j - 1, st[i]:st[i + 1]]
+                    W[q, st[j]:st[j + 1]] = coef[i, st[j]:st[j + 1]]
+                win_i = np.zeros((len(pairs), k))
+                win_j = np.zeros((len(pairs), k))
+                for q, (i, j) in enumerate(pairs):
+                    win_i[q, i] = win_j[q, j] = 1.0
+                sv = np.asarray(p["support_vectors"])
+                self._cache = {
+                    "log": np.asarray(p["log_mask"], dtype=bool),
+                    "mean": np.asarray(p["mean"]), "scale": np.asarray(p["scale"]),
+                    "sv": sv, "sv_sq": (sv ** 2).sum(axis=1), "Wt": W.T.copy(),
+                    "b": np.asarray(p["intercept"]), "win_i": win_i, "win_j": win_j,
+                    "dev": np.asarray(list(self.device_features.values()), dtype=np.float64),
+                }
+        return self._cache
+
+    def predict_index(self, X) -> np.ndarray:
+        """Index into :attr:`variants` for each row of input features ``X`` (n, d_in)."""
+        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        if self.kind == "constant":
+            return np.full(X.shape[0], self.params["label"])
+        a = self._arrays()
+        if a["dev"].size:
+            X = np.hstack([X, np.broadcast_to(a["dev"], (X.shape[0], a["dev"].size))])
+        X = X.copy()
+        X[:, a["log"]] = np.log1p(np.maximum(X[:, a["log"]], 0.0))
+        X = (X - a["mean"]) / a["scale"]
+        # squared distances as libsvm computes them: x.x + sv.sv - 2 x.sv
+        d2 = (X * X).sum(axis=1)[:, None] + a["sv_sq"][None, :] - 2.0 * (X @ a["sv"].T)
+        dec = np.exp(-self.params["gamma"] * d2) @ a["Wt"] + a["b"]
+        # libsvm's one-versus-one vote: a positive decision votes for the pair's first class;
+        # argmax breaks ties towards the lower class index, as libsvm does
+        pos = dec > 0
+        votes = pos @ a["win_i"] + (~pos) @ a["win_j"]
+        return votes.argmax(axis=1)
+
+    def predict(self, X) -> list[str]:
+        return [self.variants[i] for i in self.predict_index(X)]

@@ -1,0 +1,197 @@
+"""The Store: typed reads and atomic writes of nitro's records in one Redis database."""
+from __future__ import annotations
+
+import json
+import math
+from typing import Iterable, Mapping
+
+import redis
+
+from ..measurement import TrainingRow
+from . import keys
+from .connection import StoreError, connect, describe
+
+
+def _dumps(obj) -> str:
+    return json.dumps(obj, allow_nan=False, separators=(",", ":"))
+
+
+def _loads(raw, what: str):
+    try:
+        return json.loads(raw)
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"malformed {what} in the store: {exc}") from None
+
+
+class Store:
+    """nitro's view of a Redis database.
+
+    Every record is one Redis value written in one command or one MULTI/EXEC transaction,
+    so a reader never sees half a record. Nothing read back is unpickled or evaluated:
+    records are JSON and are validated on load.
+    """
+
+    def __init__(self, url: str | None = None, client: redis.Redis | None = None):
+        self.url = url
+        self.client = client if client is not None else connect(url)
+        self._check_schema()
+
+    def __repr__(self):
+        return f"Store({describe(self.url)})"
+
+    # -- plumbing -----------------------------------------------------------------------
+    def _call(self, fn, *args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except redis.RedisError as exc:
+            raise StoreError(f"store {describe(self.url)} failed: {type(exc).__name__}") from None
+
+    def _check_schema(self):
+        found = self._call(self.client.get, keys.schema())
+        if found is None:
+            self._call(self.client.setnx, keys.schema(), keys.SCHEMA_VERSION)
+            return
+        try:
+            version = int(found)
+        except ValueError:
+            raise StoreError(f"store {describe(self.url)} has an unreadable schema version") from None
+        if version > keys.SCHEMA_VERSION:
+            raise StoreError(f"store {describe(self.url)} uses schema version {version}; this "
+                             f"nitro reads up to version {keys.SCHEMA_VERSION}: upgrade nitro")
+
+    # -- computations ---------------------------------------------------------------------
+    def computations(self) -> list[str]:
+        return sorted(m.decode() for m in self._call(self.client.smembers, keys.computations()))
+
+    def declare(self, computation: str, variants: Iterable[str], features: Iterable[str]):
+        """Record (or check) a computation's variant and feature names."""
+        variants, features = list(variants), list(features)
+        meta = self.meta(computation, missing_ok=True)
+        if meta and (meta["variants"] != variants or meta["features"] != features):
+            raise StoreError(
+                f"computation {computation!r} is stored with variants {meta['variants']} and "
+                f"features {meta['features']}, not {variants} and {features}: use another name "
+                "or remove the stored computation first")
+        if not meta:
+            pipe = self.client.pipeline(transaction=True)
+            pipe.hset(keys.meta(computation), mapping={"variants": _dumps(variants),
+                                                       "features": _dumps(features)})
+            pipe.sadd(keys.computations(), computation)
+            self._call(pipe.execute)
+
+    def meta(self, computation: str, missing_ok: bool = False) -> dict | None:
+        raw = self._call(self.client.hgetall, keys.meta(computation))
+        if not raw:
+            if missing_ok:
+                return None
+            known = ", ".join(self.computations()) or "none"
+            raise StoreError(f"unknown computation {computation!r} in the store (known: {known})")
+        return {k.decode(): _loads(v, f"metadata of {computation!r}") for k, v in raw.items()}
+
+    # -- training rows -----------------------------------------------------------------------
+    def put_row(self, computation: str, device_id: str, row: TrainingRow):
+        """Insert or atomically replace one input's row."""
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hset(keys.rows(computation, device_id), row.input_id, _dumps(row.to_dict()))
+        pipe.sadd(keys.computation_devices(computation), device_id)
+        self._call(pipe.execute)
+
+    def put_rows(self, computation: str, device_id: str, rows: Iterable[TrainingRow]):
+        mapping = {r.input_id: _dumps(r.to_dict()) for r in rows}
+        if not mapping:
+            return
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hset(keys.rows(computation, device_id), mapping=mapping)
+        pipe.sadd(keys.computation_devices(computation), device_id)
+        self._call(pipe.execute)
+
+    def rows(self, computation: str, device_id: str) -> list[TrainingRow]:
+        raw = self._call(self.client.hgetall, keys.rows(computation, device_id))
+        out = []
+        for field, value in sorted(raw.items()):
+            try:
+                out.append(TrainingRow.from_dict(_loads(value, "training row")))
+            except ValueError as exc:
+                raise StoreError(f"{computation}/{device_id}/{field.decode()}: {exc}") from None
+        return out
+
+    def recorded_inputs(self, computation: str, device_id: str) -> set[str]:
+        return {f.decode() for f in self._call(self.client.hkeys, keys.rows(computation, device_id))}
+
+    def devices(self, computation: str) -> list[str]:
+        """Devices holding training rows of ``computation``."""
+        self.meta(computation)
+        return sorted(m.decode() for m in
+                      self._call(self.client.smembers, keys.computation_devices(computation)))
+
+    # -- device features ----------------------------------------------------------------------
+    def put_device(self, device_id: str, features: Mapping[str, Mapping], replace: bool = True):
+        """Write a device's feature record: name -> {"value", "unit", "source"}; with
+        ``replace=False`` the given features are added to (or update) the stored ones."""
+        mapping = {}
+        for name, rec in features.items():
+            value = rec.get("value")
+            if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value)):
+                raise ValueError(f"device feature {name!r} of {device_id!r} is not a finite number")
+            mapping[name] = _dumps({"value": value, "unit": rec.get("unit", ""),
+                                    "source": rec.get("source", "")})
+        pipe = self.client.pipeline(transaction=True)
+        if replace:
+            pipe.delete(keys.device(device_id))
+        if mapping:
+            pipe.hset(keys.device(device_id), mapping=mapping)
+        pipe.sadd(keys.devices_with_features(), device_id)
+        self._call(pipe.execute)
+
+    def device(self, device_id: str, missing_ok: bool = False) -> dict | None:
+        raw = self._call(self.client.hgetall, keys.device(device_id))
+        if not raw:
+            if missing_ok:
+                return None
+            raise StoreError(f"unknown device {device_id!r}: the store has no features for it")
+        return {k.decode(): _loads(v, f"feature of device {device_id!r}") for k, v in raw.items()}
+
+    def device_ids(self) -> list[str]:
+        return sorted(m.decode() for m in self._call(self.client.smembers, keys.devices_with_features()))
+
+    # -- models ------------------------------------------------------------------------------
+    def put_model(self, computation: str, device_id: str, model: dict):
+        self._call(self.client.set, keys.model(computation, device_id), _dumps(model))
+
+    def model(self, computation: str, device_id: str) -> dict | None:
+        raw = self._call(self.client.get, keys.model(computation, device_id))
+        return None if raw is None else _loads(raw, "model")
+
+    # -- profiles -----------------------------------------------------------------------------
+    def put_profiles(self, computation: str, device_id: str, profiles: Mapping[tuple[str, str], Mapping]):
+        mapping = {f"{v}|{i}": _dumps(dict(m)) for (v, i), m in profiles.items()}
+        if mapping:
+            self._call(self.client.hset, keys.profiles(computation, device_id), mapping=mapping)
+
+    def profiles(self, computation: str, device_id: str) -> dict[tuple[str, str], dict]:
+        raw = self._call(self.client.hgetall, keys.profiles(computation, device_id))
+        return {tuple(k.decode().split("|", 1)): _loads(v, "profile") for k, v in raw.items()}
+
+    def put_proxy_profiles(self, device_id: str, profiles: Mapping[tuple[str, int], Mapping]):
+        mapping = {f"{p}|{phi}": _dumps(dict(m)) for (p, phi), m in profiles.items()}
+        if mapping:
+            self._call(self.client.hset, keys.proxy_profiles(device_id), mapping=mapping)
+
+    def proxy_profiles(self, device_id: str) -> dict[tuple[str, int], dict]:
+        raw = self._call(self.client.hgetall, keys.proxy_profiles(device_id))
+        out = {}
+        for k, v in raw.items():
+            proxy, phi = k.decode().rsplit("|", 1)
+            out[(proxy, int(phi))] = _loads(v, "proxy profile")
+        return out
+
+    # -- removal -----------------------------------------------------------------------------
+    def drop_computation(self, computation: str):
+        devices = self.devices(computation)
+        pipe = self.client.pipeline(transaction=True)
+        for d in devices:
+            pipe.delete(keys.rows(computation, d), keys.model(computation, d),
+                        keys.profiles(computation, d))
+        pipe.delete(keys.meta(computation), keys.computation_devices(computation))
+        pipe.srem(keys.computations(), computation)
+        self._call(pipe.execute)

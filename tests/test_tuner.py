@@ -1,0 +1,73 @@
+import numpy as np
+import pytest
+
+from nitro import TimingPolicy, autotuner, code_variant
+from nitro.benchmarks import histogram
+from nitro.model import SelectorModel
+
+FAST = TimingPolicy(min_repeats=1, max_repeats=3, target_seconds=0.0)
+
+
+def test_tune_records_trains_and_dispatches(store):
+    (train, ids), (test, _) = histogram.train_test_inputs(14, 7, seed=5)
+    hist = histogram.make_code_variant()
+    hist.record, hist.device_id = True, "test_cpu"
+    tuner = autotuner("histogram", store=store, policy=FAST, progress=False)
+    tuner.set_training_args(train, ids=ids)
+    [model] = tuner.tune([hist])
+    rows = store.rows("histogram", "test_cpu")
+    assert sorted(r.input_id for r in rows) == sorted(ids)
+    assert all(r.best in histogram.VARIANT_NAMES for r in rows)
+    assert store.device("test_cpu")["cores"]["source"] == "query"
+    again = histogram.make_code_variant()
+    again.model = SelectorModel.from_dict(store.model("histogram", "test_cpu"))
+    for img in test:
+        assert again.select(img) == hist.select(img)
+        assert np.array_equal(hist(img), histogram.reference(img))
+
+
+def test_tuning_resumes_without_remeasuring(store):
+    calls = []
+
+    def a(x):
+        calls.append("a")
+        return x + 1
+
+    def b(x):
+        calls.append("b")
+        return x + 1
+
+    cv = code_variant("inc", [a, b], {"x": lambda x: float(x)})
+    cv.record, cv.device_id = True, "dev"
+    tuner = autotuner("inc", store=store, policy=FAST, progress=False)
+    tuner.set_training_args([1, 2, 3])
+    tuner.tune([cv])
+    first = len(calls)
+    tuner.set_training_args([1, 2, 3, 4])
+    tuner.tune([cv])
+    assert len(calls) - first < first / 2          # only input 4 was measured
+    assert len(store.rows("inc", "dev")) == 4
+
+
+def test_bad_training_inputs_are_named():
+    cv = code_variant("inc", {"a": lambda x: x}, {"x": lambda x: float(x)})
+    tuner = autotuner("inc", policy=FAST, progress=False)
+    with pytest.raises(ValueError, match="no training inputs"):
+        tuner.set_training_args([])
+    with pytest.raises(ValueError, match="not unique"):
+        tuner.set_training_args([1, 1])
+    with pytest.raises(ValueError, match="set_training_args before"):
+        tuner.tune([cv])
+    tuner.set_training_args([float("inf")])
+    with pytest.raises(ValueError, match="must be finite"):
+        tuner.tune([cv])
+
+
+def test_all_variants_failing_is_an_error():
+    def boom(x):
+        raise RuntimeError("no")
+    cv = code_variant("f", [boom], {"x": lambda x: float(x)})
+    tuner = autotuner("f", policy=FAST, progress=False)
+    tuner.set_training_args([1, 2])
+    with pytest.raises(ValueError, match="no training input has a valid variant"):
+        tuner.tune([cv])

@@ -1,0 +1,69 @@
+import numpy as np
+import pytest
+
+from nitro import code_variant
+from nitro.learn import SVMSelector
+from nitro.model import SelectorModel
+
+
+def small(x):
+    return x.sum()
+
+
+def big(x):
+    return x.sum()
+
+
+def size(x):
+    return float(x.size)
+
+
+def _cv(**kw):
+    return code_variant("sum", [small, big], [size], default="small", **kw)
+
+
+def _model(cv):
+    X = np.logspace(0, 6, 60)[:, None]
+    est = SVMSelector().fit(X, np.where(X[:, 0] < 1000, "small", "big"))
+    return SelectorModel.from_estimator(est, cv.feature_names)
+
+
+def test_dispatch_follows_the_model():
+    cv = _cv()
+    assert cv.select(np.ones(10)) == "small"          # no model: the default
+    cv.model = _model(cv)
+    assert cv.select(np.ones(10)) == "small" and cv.select(np.ones(100000)) == "big"
+    assert cv(np.ones(100000)) == 100000
+
+
+def test_excluded_choice_falls_back_to_default_and_both_excluded_is_an_error():
+    cv = _cv(constraints=[("big", lambda f: f["size"] < 50000)])
+    cv.model = _model(cv)
+    assert cv.select(np.ones(10000)) == "big"
+    assert cv.select(np.ones(100000)) == "small"
+    cv.add_constraint("small", lambda f: f["size"] < 50000)
+    with pytest.raises(ValueError, match="both excluded"):
+        cv.select(np.ones(100000))
+
+
+def test_bad_declarations_and_features():
+    with pytest.raises(ValueError, match="unknown default"):
+        code_variant("x", [small, big], [size], default="nope")
+    with pytest.raises(ValueError, match="no usable name"):
+        code_variant("x", [lambda v: v], [size])
+    with pytest.raises(ValueError, match="two variants"):
+        code_variant("x", [small, small], [size])
+    cv = code_variant("x", [small, big], {"nan": lambda x: float("nan")})
+    with pytest.raises(ValueError, match="'nan' is nan"):
+        cv.select(np.ones(3))
+    cv = code_variant("x", [small, big], {"s": lambda x: "text"})
+    with pytest.raises(TypeError, match="not a number"):
+        cv.select(np.ones(3))
+
+
+def test_model_for_other_variants_or_features_is_refused():
+    cv = _cv()
+    with pytest.raises(ValueError, match="does not have"):
+        cv.model = SelectorModel(["small", "huge"], ["size"], "constant", {"label": 0})
+    with pytest.raises(ValueError, match="trained on features"):
+        cv.model = SelectorModel(["small", "big"], ["other"], "constant", {"label": 0})
