@@ -12,13 +12,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 FORMAT = 1
+KINDS = ("constant", "svc", "kernel")
 
 
 @dataclass
 class SelectorModel:
     variants: list[str]                 # class labels, in the learner's order
     input_features: list[str]
-    kind: str                           # "constant" | "svc"
+    kind: str                           # "constant" | "svc" | "kernel"
     params: dict = field(default_factory=dict)
     device_features: dict[str, float] = field(default_factory=dict)  # appended constants
     provenance: dict = field(default_factory=dict)
@@ -57,7 +58,7 @@ class SelectorModel:
         if data.get("format") != FORMAT:
             raise ValueError(f"unsupported model format {data.get('format')!r} (this nitro reads {FORMAT})")
         kind = data.get("kind")
-        if kind not in ("constant", "svc"):
+        if kind not in KINDS:
             raise ValueError(f"unknown model kind {kind!r}")
         model = cls(variants=[str(v) for v in data["variants"]],
                     input_features=[str(f) for f in data["input_features"]], kind=kind,
@@ -72,6 +73,17 @@ class SelectorModel:
         if self.kind == "constant":
             if not (isinstance(p.get("label"), int) and 0 <= p["label"] < len(self.variants)):
                 raise ValueError("constant model with an invalid label")
+            return
+        if self.kind == "kernel":
+            d, k = len(self.input_features), len(self.variants)
+            C = np.asarray(p["centers"], dtype=np.float64)
+            W = np.asarray(p["weights"], dtype=np.float64)
+            if not (C.ndim == 2 and C.shape[1] == d and W.shape == (C.shape[0], k)
+                    and len(p["offset"]) == k and len(p["mean"]) == d and len(p["scale"]) == d):
+                raise ValueError("kernel model parameters have inconsistent shapes")
+            if not all(np.isfinite(np.asarray(p[key], dtype=float)).all()
+                       for key in ("centers", "weights", "offset", "mean", "scale", "gamma")):
+                raise ValueError("kernel model parameters are not all finite")
             return
         d = len(self.input_features) + len(self.device_features)
         sv = np.asarray(p["support_vectors"], dtype=np.float64)
@@ -96,6 +108,11 @@ class SelectorModel:
             p = self.params
             if self.kind == "constant":
                 self._cache = {}
+            elif self.kind == "kernel":
+                C = np.asarray(p["centers"], dtype=np.float64)
+                self._cache = {"mean": np.asarray(p["mean"]), "scale": np.asarray(p["scale"]),
+                               "centers": C, "c_sq": (C * C).sum(axis=1),
+                               "W": np.asarray(p["weights"]), "b": np.asarray(p["offset"])}
             else:
                 k = len(self.variants)
                 st = np.concatenate([[0], np.cumsum(p["n_support"])]).astype(int)
@@ -126,6 +143,11 @@ class SelectorModel:
         if self.kind == "constant":
             return np.full(X.shape[0], self.params["label"])
         a = self._arrays()
+        if self.kind == "kernel":
+            Z = (np.sign(X) * np.log1p(np.abs(X)) - a["mean"]) / a["scale"]
+            d2 = (Z * Z).sum(axis=1)[:, None] + a["c_sq"][None, :] - 2.0 * (Z @ a["centers"].T)
+            scores = np.exp(-self.params["gamma"] * np.maximum(d2, 0.0)) @ a["W"] + a["b"]
+            return scores.argmax(axis=1)
         if a["dev"].size:
             X = np.hstack([X, np.broadcast_to(a["dev"], (X.shape[0], a["dev"].size))])
         X = X.copy()

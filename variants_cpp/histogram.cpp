@@ -10,11 +10,11 @@
 namespace nitro {
 namespace {
 
-// Work is handed out in chunks of this many bytes by the dynamic queue; also the least
-// amount of input worth giving a thread of its own.
+// Work is handed out in chunks of this many bytes by the dynamic queue.
 constexpr std::size_t kChunk = 16384;
 
-int threads_for(std::size_t n) {
+// The queue engages only as many threads as there are chunks; an even share engages all.
+int queue_threads(std::size_t n) {
   const std::size_t useful = (n + kChunk - 1) / kChunk;
   const int max_threads = omp_get_max_threads();
   return static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(useful, max_threads)));
@@ -54,11 +54,10 @@ void merge_private(const std::uint64_t* local, std::uint64_t* bins) {
     if (local[b]) atomic_add(&bins[b], local[b]);
 }
 
-// Runs body(begin, end) over an even, contiguous share of [0, n) per thread.
+// Runs body(begin, end) over an even, contiguous share of [0, n) for every thread.
 template <class Body>
 void even_share(std::size_t n, Body&& body) {
-  const int nthreads = threads_for(n);
-#pragma omp parallel num_threads(nthreads)
+#pragma omp parallel
   {
     const std::size_t t = omp_get_thread_num(), T = omp_get_num_threads();
     body(n * t / T, n * (t + 1) / T);
@@ -69,7 +68,7 @@ void even_share(std::size_t n, Body&& body) {
 template <class Body>
 void dynamic_queue(std::size_t n, Body&& body) {
   std::atomic<std::size_t> next{0};
-  const int nthreads = threads_for(n);
+  const int nthreads = queue_threads(n);
 #pragma omp parallel num_threads(nthreads)
   {
     for (std::size_t begin = next.fetch_add(kChunk); begin < n; begin = next.fetch_add(kChunk))
@@ -92,7 +91,7 @@ void histogram_sort_even(const std::uint8_t* data, std::size_t n, std::uint64_t*
 void histogram_sort_dynamic(const std::uint8_t* data, std::size_t n, std::uint64_t* bins) {
   clear(bins);
   std::atomic<std::size_t> next{0};
-#pragma omp parallel num_threads(threads_for(n))
+#pragma omp parallel num_threads(queue_threads(n))
   {
     std::vector<std::uint8_t> scratch;
     for (std::size_t b = next.fetch_add(kChunk); b < n; b = next.fetch_add(kChunk))
@@ -124,7 +123,7 @@ void histogram_shared_atomic_dynamic(const std::uint8_t* data, std::size_t n,
                                      std::uint64_t* bins) {
   clear(bins);
   std::atomic<std::size_t> next{0};
-#pragma omp parallel num_threads(threads_for(n))
+#pragma omp parallel num_threads(queue_threads(n))
   {
     std::uint64_t local[kHistogramBins] = {};
     for (std::size_t b = next.fetch_add(kChunk); b < n; b = next.fetch_add(kChunk))

@@ -45,7 +45,7 @@ class SVMSelector(ClassifierMixin, BaseEstimator):
         fit_params = {} if sample_weight is None else {"svc__sample_weight": np.asarray(sample_weight)}
         _, counts = np.unique(y, return_counts=True)
         folds = min(self.cv, int(counts.min()))
-        if folds >= 2:
+        if folds >= 2 and len(self.C_grid) * len(self.gamma_grid) > 1:
             grid = {"svc__C": list(self.C_grid), "svc__gamma": list(self.gamma_grid)}
             search = GridSearchCV(self._pipeline(), grid, n_jobs=self.n_jobs,
                                   cv=StratifiedKFold(folds, shuffle=True, random_state=0))
@@ -55,8 +55,9 @@ class SVMSelector(ClassifierMixin, BaseEstimator):
             self.best_params_ = search.best_params_
             self.pipeline_ = search.best_estimator_
         else:
-            self.best_params_ = {}
-            self.pipeline_ = self._pipeline().fit(X, y, **fit_params)
+            C, gamma = self.C_grid[len(self.C_grid) // 2], self.gamma_grid[0]
+            self.best_params_ = {"svc__C": C, "svc__gamma": gamma}
+            self.pipeline_ = self._pipeline(C, gamma).fit(X, y, **fit_params)
         return self
 
     def predict(self, X):

@@ -1,0 +1,168 @@
+"""Leave-one-device-out evaluation of cross-device variant selection on a measurement table.
+
+For every target device, everything is trained on the other devices' training inputs and
+scored on the target's test inputs by the mean of ``t_best / t_selected`` (% of the
+exhaustive optimum). Devices are grouped by their ``kind`` column when there is one: targets
+of the largest group (e.g. GPUs) use the rest of that group as sources, and devices of other
+kinds are reported separately as cross-kind targets with the whole group as sources.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .dataset import Measurements
+from .learn import SVMSelector
+from .metrics import fraction_of_optimum, random_fraction
+from .transfer.analysis import architecture_sensitivity, best_variant_histogram, device_cosine_similarity
+from .transfer.cvdfs import cv_dfs
+from .transfer.data import TransferData, stack_sources
+from .transfer.fit import transfer_scores
+from .transfer.prepare import Prepared
+
+METHODS = ["random", "majority", "full_set_svm", "full_set", "cvdfs_frequency", "cvdfs", "trained_on_target"]
+LABELS = {
+    "random": "random (1,000 draws)",
+    "majority": "majority of source models",
+    "full_set_svm": "full set, SVM concatenation",
+    "full_set": "full set, Kronecker KRR",
+    "cvdfs_frequency": "CV-DFS, k most frequent",
+    "cvdfs": "CV-DFS, subset ensemble",
+    "trained_on_target": "trained on target (SVM)",
+}
+
+
+def _groups(m: Measurements, devices: list[str]) -> tuple[list[str], list[str]]:
+    if "kind" not in m.devices.columns:
+        return devices, []
+    kinds = m.devices.reindex(devices)["kind"].fillna("unknown")
+    main = kinds.value_counts().index[0]
+    return [d for d in devices if kinds[d] == main], [d for d in devices if kinds[d] != main]
+
+
+def _common_variants(m: Measurements, devices: list[str]) -> list[str]:
+    counts = m.times[m.times.index.get_level_values(0).isin(devices)].notna().groupby(level=0).sum()
+    return [v for v in m.variants if (counts[v] > 0).all()]
+
+
+def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.5, seed: int = 0,
+             methods=None, max_size: int = 3, k: int = 1, n_jobs: int | None = None,
+             progress: bool = False) -> dict:
+    """Evaluate every method with each device of the main group as the target (see module doc)."""
+    methods = list(methods or METHODS)
+    unknown = set(methods) - set(METHODS)
+    if unknown:
+        raise ValueError(f"unknown methods {sorted(unknown)}; known: {METHODS}")
+    devices = list(devices) if devices else m.device_ids
+    main, others = _groups(m, devices)
+    if len(main) < 4:
+        raise ValueError(f"leave-one-device-out needs at least 4 devices of one kind, got {main}")
+    variants = list(variants) if variants else _common_variants(m, main)
+    if len(variants) < 2:
+        raise ValueError(f"fewer than two variants are measured on every device: {variants}")
+    m = m.restrict(devices=main + others, variants=variants, complete=False)
+    data = TransferData.from_measurements(m)
+    idx = [data.device_index(d) for d in main]
+    complete = data.complete_inputs(main)
+    if len(complete) < 20:
+        raise ValueError(f"only {len(complete)} inputs are timed for every variant on every device")
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(complete)
+    n_test = int(round(test_size * len(perm)))
+    test, train = np.sort(perm[:n_test]), np.sort(perm[n_test:])
+
+    on_device = {}
+    if {"majority", "trained_on_target"} & set(methods):
+        for d in idx + [data.device_index(o) for o in others]:
+            y = data.labels(d, train)
+            ok = y >= 0
+            on_device[d] = SVMSelector().fit(data.X[train[ok]], y[ok]).predict(data.X[test]) if ok.any() else None
+
+    def run_target(t: int, sources: list[int]) -> tuple[dict, dict]:
+        times = data.times[t, test]
+        ok = np.isfinite(times).any(axis=1)
+        times, test_t = times[ok], test[ok]
+        pick = {}
+        res, info = {}, {}
+        if "random" in methods:
+            res["random"] = random_fraction(times)
+        if "majority" in methods:
+            votes = np.array([on_device[s][ok] for s in sources])
+            pick["majority"] = np.array([np.bincount(v, minlength=len(variants)).argmax() for v in votes.T])
+        if "trained_on_target" in methods and on_device.get(t) is not None:
+            pick["trained_on_target"] = on_device[t][ok]
+        if "full_set_svm" in methods:
+            feats = [j for j in range(len(data.device_features)) if np.isfinite(data.D[sources + [t], j]).all()]
+            X, y, _ = stack_sources(data, sources, train, feats)
+            est = SVMSelector(C_grid=(1.0,), gamma_grid=("scale",)).fit(X, y)
+            pick["full_set_svm"] = est.predict(np.hstack([data.X[test_t], np.broadcast_to(data.D[t, feats], (len(test_t), len(feats)))]))
+        if {"full_set", "cvdfs", "cvdfs_frequency"} & set(methods):
+            prep = Prepared.build(data, sources, train, extra_devices=[t])
+            if "full_set" in methods:
+                pick["full_set"] = transfer_scores(prep, t, [prep.features], inputs=test_t)[0].argmax(axis=1)
+            for name, selection in (("cvdfs", "ensemble"), ("cvdfs_frequency", "frequency")):
+                if name in methods:
+                    r = cv_dfs(prep, max_size=max_size, k=k, selection=selection, n_jobs=n_jobs, progress=progress)
+                    cols = [[data.device_features.index(f) for f in s] for s in r.subsets]
+                    pick[name] = transfer_scores(prep, t, cols, inputs=test_t)[0].argmax(axis=1)
+                    info[name] = {"features": r.features, "n_subsets": len(r.subsets), "seconds": r.seconds,
+                                  "frequencies": r.frequencies}
+        for name, choice in pick.items():
+            res[name] = fraction_of_optimum(times, choice)
+        return {k_: 100.0 * v for k_, v in res.items()}, info
+
+    started = time.perf_counter()
+    targets, details = {}, {}
+    for t in idx:
+        targets[data.devices[t]], details[data.devices[t]] = run_target(t, [s for s in idx if s != t])
+    cross = {}
+    for o in others:
+        t = data.device_index(o)
+        if np.isfinite(data.times[t, test]).any():
+            cross[o], details[o] = run_target(t, idx)
+    table = {name: [targets[d][name] for d in targets if name in targets[d]] for name in methods}
+    analysis_inputs = np.sort(np.concatenate([train, test]))
+    main_data = idx
+    sub = TransferData(data.inputs, data.input_features, data.X, [data.devices[i] for i in main_data],
+                       data.device_features, data.D[main_data], data.variants, data.times[main_data])
+    return {
+        "variants": variants, "devices": main, "cross_kind_devices": others,
+        "n_train": int(len(train)), "n_test": int(len(test)), "seed": seed,
+        "methods": {name: LABELS[name] for name in methods},
+        "targets": targets,
+        "mean": {n: float(np.mean(v)) for n, v in table.items() if v},
+        "min": {n: float(np.min(v)) for n, v in table.items() if v},
+        "cross_kind": cross,
+        "details": details,
+        "analysis": {
+            "best_variant_counts": best_variant_histogram(sub, analysis_inputs),
+            "architecture_sensitivity": architecture_sensitivity(sub, analysis_inputs),
+            "cosine_similarity_all_features": device_cosine_similarity(
+                sub, [j for j in range(len(sub.device_features)) if np.isfinite(sub.D[:, j]).all()]),
+        },
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def format_evaluation(r: dict) -> str:
+    names = list(r["methods"])
+    devs = list(r["targets"]) + list(r["cross_kind"])
+    width = max(len(LABELS[n]) for n in names) + 2
+    head = "".join(f"{d[-9:]:>10}" for d in devs)
+    lines = [f"leave-one-device-out: {len(r['devices'])} devices, variants {', '.join(r['variants'])}, "
+             f"{r['n_train']} training / {r['n_test']} test inputs (seed {r['seed']})",
+             f"% of exhaustive optimum on the held-out device; {', '.join(r['cross_kind'])} "
+             f"{'is' if len(r['cross_kind']) == 1 else 'are'} cross-kind targets (not in mean/min)" if r["cross_kind"] else
+             "% of exhaustive optimum on the held-out device",
+             "", f"{'method':<{width}}{head}{'mean':>8}{'min':>8}"]
+    for n in names:
+        vals = "".join(f"{r['targets'].get(d, r['cross_kind'].get(d, {})).get(n, float('nan')):>10.1f}" for d in devs)
+        lines.append(f"{LABELS[n]:<{width}}{vals}{r['mean'].get(n, float('nan')):>8.1f}{r['min'].get(n, float('nan')):>8.1f}")
+    secs = [v["cvdfs"]["seconds"] for v in r["details"].values() if "cvdfs" in v]
+    if secs:
+        lines.append(f"\nCV-DFS wall time per target: mean {np.mean(secs):.1f} s, max {np.max(secs):.1f} s")
+    sens = r["analysis"]["architecture_sensitivity"]["any_pair_differs"]
+    lines.append(f"inputs whose best variant differs between devices: {100 * sens:.1f}%")
+    lines.append(f"total {r['seconds']:.0f} s")
+    return "\n".join(lines)

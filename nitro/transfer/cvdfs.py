@@ -1,0 +1,112 @@
+"""Cross-validation device-feature selection (CV-DFS, the paper's Algorithm 2), made fast.
+
+Each source device in turn is a temporary target: every subset (size ≤ ``max_size``) of the
+candidate device features trains a model on the other sources by feature concatenation,
+chooses variants for the temporary target's training inputs, and is scored by the fraction
+of the exhaustive optimum there.
+
+Two ways to turn the scores into a selection:
+
+* ``"frequency"`` (the paper): each temporary target's best subset votes for its features;
+  the ``k`` most frequent features are kept.
+* ``"ensemble"`` (default): the ``n_ensemble`` subsets with the best mean score over the
+  temporary targets are all kept, and the target's model averages their predictions. On
+  held-out devices this was both more accurate and much more stable than a single subset,
+  whose pick is dominated by noise when sources are few.
+
+Fast by design: the inner learner is Kronecker kernel ridge regression on the full grid of
+training inputs × sources (:mod:`nitro.learn.kron`), so one eigendecomposition of the input
+kernel serves all |S| × Σ C(F, s) fits; each fit is a ≤|S|×|S| eigenproblem plus one matrix
+product, with no sub-sampling of rows and no per-subset hyper-parameter search. Temporary
+targets run in parallel with joblib.
+"""
+from __future__ import annotations
+
+import itertools
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+from joblib import Parallel, delayed
+from tqdm.auto import tqdm
+
+from ..learn.kron import device_kernel
+from ..metrics import fraction_of_optimum
+from .prepare import Prepared
+
+LAMBDA = 1.0
+
+
+@dataclass
+class CVDFSResult:
+    features: list[str]                      # device features kept (union over subsets)
+    subsets: list[list[str]]                 # the subsets the target's model uses
+    frequencies: dict[str, int]              # feature -> temporary targets whose best subset had it
+    best_subsets: dict[str, list[str]]       # temporary target -> its best subset
+    scores: dict[str, float]                 # temporary target -> its best subset's score
+    models_trained: int
+    seconds: float
+    settings: dict = field(default_factory=dict)
+
+
+def subsets_upto(items: list, max_size: int) -> list[tuple]:
+    return [s for size in range(1, max_size + 1) for s in itertools.combinations(items, size)]
+
+
+def _score_all(prep: Prepared, temp: int, candidates: list[tuple], lam: float) -> np.ndarray:
+    rest = [s for s in prep.sources if s != temp]
+    times = prep.data.times[temp, prep.train]
+    out = np.empty(len(candidates))
+    for j, subset in enumerate(candidates):
+        Kd, kd = device_kernel(prep.D[:, list(subset)], rest, temp)
+        pred = prep.grid.predict_train(*prep.grid.dual(rest, Kd, kd, lam))
+        out[j] = fraction_of_optimum(times, pred.argmax(axis=1))
+    return out
+
+
+def cv_dfs(prep: Prepared, candidates=None, max_size: int = 3, k: int = 1, selection: str = "ensemble",
+           n_ensemble: int = 25, lam: float = LAMBDA, n_jobs: int | None = None,
+           progress: bool = True) -> CVDFSResult:
+    """Select device features for a target from ``prep.sources`` (see module docstring)."""
+    start = time.perf_counter()
+    data = prep.data
+    if len(prep.sources) < 3:
+        raise ValueError(f"CV-DFS needs at least 3 source devices, got {len(prep.sources)}")
+    if selection not in ("ensemble", "frequency"):
+        raise ValueError(f"selection must be 'ensemble' or 'frequency', not {selection!r}")
+    names = list(candidates) if candidates is not None else [data.device_features[j] for j in prep.features]
+    unknown = [n for n in names if n not in data.device_features]
+    if unknown:
+        raise ValueError(f"unknown device features {unknown}; known: {data.device_features}")
+    cols = [data.device_features.index(n) for n in names if data.device_features.index(n) in prep.features]
+    if not cols:
+        raise ValueError("no candidate device feature is known on every device involved")
+    cand = subsets_upto(cols, min(max_size, len(cols)))
+    jobs = (delayed(_score_all)(prep, t, cand, lam) for t in prep.sources)
+    rows = list(tqdm(Parallel(n_jobs=n_jobs, prefer="threads", return_as="generator")(jobs),
+                     total=len(prep.sources), desc="CV-DFS", unit="source", disable=not progress))
+    S = np.array(rows)                              # (temporary targets, subsets)
+    freq: Counter = Counter()
+    best_subsets, best_scores = {}, {}
+    for t, row in zip(prep.sources, S):
+        j = int(np.argmax(row))                     # first best: the smallest subset on ties
+        best_subsets[data.devices[t]] = [data.device_features[c] for c in cand[j]]
+        best_scores[data.devices[t]] = float(row[j])
+        freq.update(cand[j])
+    mean = S.mean(axis=0)
+    if selection == "frequency":
+        support = {c: mean[[j for j, s in enumerate(cand) if c in s]].mean() for c in freq}
+        chosen = tuple(sorted(freq, key=lambda c: (-freq[c], -support[c]))[:k])
+        used = [chosen]
+    else:
+        used = [cand[j] for j in np.argsort(-mean, kind="stable")[:n_ensemble]]
+    kept = sorted({c for s in used for c in s})
+    return CVDFSResult(
+        features=[data.device_features[c] for c in kept],
+        subsets=[[data.device_features[c] for c in s] for s in used],
+        frequencies={data.device_features[c]: n for c, n in freq.items()},
+        best_subsets=best_subsets, scores=best_scores, models_trained=S.size,
+        seconds=time.perf_counter() - start,
+        settings={"max_size": max_size, "k": k, "selection": selection, "n_ensemble": n_ensemble,
+                  "lambda": lam, "candidates": len(cols)})

@@ -1,0 +1,38 @@
+"""Building the target's model from source data: feature concatenation learnt by Kronecker
+kernel ridge regression, exported as a plain-data kernel expansion over input features."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..learn.kron import device_kernel, rbf
+from ..model import SelectorModel
+from .prepare import Prepared
+
+LAMBDA = 1.0
+
+
+def transfer_scores(prep: Prepared, target: int, subsets: list[list[int]], lam: float = LAMBDA,
+                    inputs: np.ndarray | None = None):
+    """Predicted fraction of optimum (inputs × variants) on ``target``, averaged over the
+    models of ``subsets``; also returns the expansion (β, μ) that produces it."""
+    betas, mus = [], []
+    for subset in subsets:
+        Kd, kd = device_kernel(prep.D[:, list(subset)], prep.sources, target)
+        h, mu = prep.grid.dual(prep.sources, Kd, kd, lam)
+        betas.append(prep.grid.weights(h))
+        mus.append(mu)
+    beta, mu = np.mean(betas, axis=0), np.mean(mus, axis=0)
+    if inputs is None:
+        return None, beta, mu
+    return rbf(prep.X[inputs], prep.grid.X, prep.grid.gamma_x) @ beta + mu, beta, mu
+
+
+def export_model(prep: Prepared, beta: np.ndarray, mu: np.ndarray, input_features: list[str],
+                 provenance: dict) -> SelectorModel:
+    data = prep.data
+    return SelectorModel(
+        variants=list(data.variants), input_features=list(input_features), kind="kernel",
+        params={"signed_log": True, "mean": prep.x_mean.tolist(), "scale": prep.x_scale.tolist(),
+                "gamma": float(prep.grid.gamma_x), "centers": prep.grid.X.tolist(),
+                "weights": beta.tolist(), "offset": mu.tolist()},
+        provenance=provenance)

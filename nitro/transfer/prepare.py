@@ -1,0 +1,41 @@
+"""The transformed arrays every cross-device method shares, computed once per split."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..learn.kron import KronKRRGrid, fraction_targets, signed_log
+from .data import TransferData
+
+
+@dataclass
+class Prepared:
+    data: TransferData
+    sources: list[int]            # device indices usable as sources
+    train: np.ndarray             # input indices, complete on every source
+    features: list[int]           # device-feature columns known on every device involved
+    X: np.ndarray                 # transformed, standardised input features of ALL inputs
+    x_mean: np.ndarray
+    x_scale: np.ndarray
+    D: np.ndarray                 # signed-log device features (all devices, all columns)
+    grid: KronKRRGrid
+
+    @classmethod
+    def build(cls, data: TransferData, sources, train: np.ndarray, extra_devices=()) -> "Prepared":
+        sources = [data.device_index(s) if isinstance(s, str) else int(s) for s in sources]
+        train = np.asarray(train)
+        train = train[np.isfinite(data.times[np.ix_(sources, train)]).all(axis=(0, 2))]
+        if len(train) < 2:
+            raise ValueError("fewer than two training inputs are timed for every variant on every source")
+        involved = sources + [data.device_index(d) if isinstance(d, str) else int(d) for d in extra_devices]
+        features = [j for j in range(len(data.device_features)) if np.isfinite(data.D[involved, j]).all()]
+        Xl = signed_log(data.X)
+        mean = Xl[train].mean(axis=0)
+        scale = Xl[train].std(axis=0)
+        scale = np.where(scale > 0, scale, 1.0)
+        X = (Xl - mean) / scale
+        Y = np.zeros((len(train), len(data.devices), len(data.variants)))
+        Y[:, sources] = fraction_targets(data.times[sources][:, train]).transpose(1, 0, 2)
+        return cls(data, sources, train, features, X, mean, scale, signed_log(np.nan_to_num(data.D)),
+                   KronKRRGrid(X[train], Y))
