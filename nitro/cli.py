@@ -56,6 +56,37 @@ def cmd_bench_dispatch(args):
     _emit(args, result, format_dispatch(result))
 
 
+def cmd_evaluate(args):
+    from .dataset import load_dataset_dir
+    from .evaluate import evaluate, format_evaluation
+    result = evaluate(load_dataset_dir(args.dataset), variants=_split(args.variants), devices=_split(args.devices),
+                      test_size=args.test_size, seed=args.seed, methods=_split(args.methods),
+                      max_size=args.max_subset_size, k=args.k, n_jobs=args.n_jobs, progress=not args.json)
+    if args.plot:
+        from .plots import plot_evaluation
+        result["plots"] = plot_evaluation(result, args.plot)
+    _emit(args, result, format_evaluation(result))
+
+
+def cmd_tune_from_source(args):
+    from .transfer.tune import tune_from_source
+    store = _store(args)
+    meta = store.meta(args.computation)
+    target_features = json.loads(open(args.target_features).read()) if args.target_features else None
+    model = tune_from_source(store, args.computation, meta["variants"], meta["features"],
+                             sources=_split(args.sources), target=args.target, target_features=target_features,
+                             profiling_based_dfs=args.p_dfs, search_based_dfs=args.cv_dfs, k=args.k,
+                             max_subset_size=args.max_subset_size, selection=args.selection,
+                             n_jobs=args.n_jobs, progress=not args.json)
+    p = model.provenance
+    _emit(args, p, f"model of {args.computation!r} for {p['target']} from {len(p['sources'])} sources "
+                   f"({', '.join(p['sources'])}); device features: {', '.join(p['device_features'])}")
+
+
+def _split(text):
+    return [t for t in text.split(",") if t] if text else None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="nitro", description=__doc__.strip() + " Variant tuning across architectures.")
     common = argparse.ArgumentParser(add_help=False)
@@ -81,6 +112,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("computation")
     p.add_argument("--variants", help="comma-separated variants to keep (default: all)")
     p.set_defaults(func=cmd_store_import)
+
+    p = sub.add_parser("evaluate", parents=[common], help="leave-one-device-out evaluation of a measurement directory")
+    p.add_argument("dataset", help="directory with devices.csv, inputs.csv[.gz], measurements.csv[.gz]")
+    p.add_argument("--variants", help="comma-separated variants (default: those measured on every device)")
+    p.add_argument("--devices", help="comma-separated devices (default: all)")
+    p.add_argument("--methods", help="comma-separated methods (default: all)")
+    p.add_argument("--test-size", type=float, default=0.5)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--k", type=int, default=1, help="features kept by the k-most-frequent CV-DFS rule")
+    p.add_argument("--max-subset-size", type=int, default=3)
+    p.add_argument("--n-jobs", type=int, default=None)
+    p.add_argument("--plot", metavar="DIR", help="write PNG figures to DIR")
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("tune-from-source", parents=[common], help="build a target's model from source devices in the store")
+    p.add_argument("computation")
+    p.add_argument("--target", help="target device id (default: this machine)")
+    p.add_argument("--sources", help="comma-separated source devices (default: all others)")
+    p.add_argument("--target-features", metavar="JSON", help="file with the target's device features {name: value}")
+    p.add_argument("--cv-dfs", action="store_true", help="search-based device-feature selection")
+    p.add_argument("--p-dfs", action="store_true", help="profile-based device-feature selection")
+    p.add_argument("--selection", choices=["ensemble", "frequency"], default="ensemble")
+    p.add_argument("--k", type=int, default=1)
+    p.add_argument("--max-subset-size", type=int, default=3)
+    p.add_argument("--n-jobs", type=int, default=None)
+    p.set_defaults(func=cmd_tune_from_source)
 
     bench = sub.add_parser("bench", help="measure nitro's own speed").add_subparsers(dest="bench_command", required=True)
     p = bench.add_parser("dispatch", parents=[common], help="dispatch overhead against scikit-learn predict")

@@ -133,6 +133,23 @@ class Autotuner:
             "method": "on-device", "device": device, "n_inputs": len(labelled),
             "learner": type(est).__name__, "params": {k: str(v) for k, v in getattr(est, "best_params_", {}).items()}})
 
+    # -- cross-device tuning ----------------------------------------------------------------------
+    def tune_from_source(self, variants: Sequence[CodeVariant], **kwargs) -> list[SelectorModel]:
+        """Build each code variant's model for this (or ``target=``) device from the source
+        devices' data in the store, without measuring here (the paper's Listing 2). Keyword
+        arguments: ``sources``, ``target``, ``target_features``, ``profiling_based_dfs``,
+        ``search_based_dfs``, ``k``, ``max_subset_size``, ``selection``, ``n_jobs``
+        (see :func:`nitro.transfer.tune.tune_from_source`)."""
+        from .transfer.tune import tune_from_source
+        kwargs.setdefault("progress", self.progress)
+        models = []
+        for cv in variants:
+            options = {"target": cv.device_id, "profiling_based_dfs": cv.profiling_based_dfs,
+                       "search_based_dfs": cv.search_based_dfs, **kwargs}
+            cv.model = tune_from_source(self.store, cv.name, cv.variant_names, cv.feature_names, **options)
+            models.append(cv.model)
+        return models
+
     def load_model(self, cv: CodeVariant, device_id: str | None = None) -> SelectorModel:
         """Install the stored model of ``cv`` for ``device_id`` (this device by default)."""
         device = device_id or cv.device_id or devices_mod.current_device_id()

@@ -29,7 +29,10 @@ class TransferData:
         inputs = list(m.inputs.index)
         times = np.full((len(devices), len(inputs), len(variants)), np.nan)
         pos = {i: k for k, i in enumerate(inputs)}
+        measured = set(m.device_ids)
         for d, dev in enumerate(devices):
+            if dev not in measured:          # a target without measurements
+                continue
             t = m.for_device(dev).reindex(columns=variants)
             t = t[t.index.isin(pos)]
             times[d, [pos[i] for i in t.index]] = t.to_numpy(dtype=float)

@@ -1,0 +1,49 @@
+"""Figures of an evaluation (matplotlib, PNG): per-device bars as the paper's Figs. 6–7 and
+the best-variant distribution of its Table 4."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+
+def plot_evaluation(result: dict, directory) -> list[str]:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    devices = list(result["targets"]) + list(result["cross_kind"])
+    methods = list(result["methods"])
+    fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(devices)), 4.5))
+    width = 0.8 / len(methods)
+    for i, m in enumerate(methods):
+        vals = [result["targets"].get(d, result["cross_kind"].get(d, {})).get(m, np.nan) for d in devices]
+        ax.bar(np.arange(len(devices)) + i * width, vals, width, label=result["methods"][m])
+    ax.set_xticks(np.arange(len(devices)) + 0.4 - width / 2, devices, rotation=30, ha="right")
+    ax.set_ylabel("% of exhaustive optimum")
+    ax.set_ylim(50, 100)
+    ax.legend(fontsize=7, ncol=2)
+    ax.set_title("Leave-one-device-out variant selection")
+    fig.tight_layout()
+    paths = [str(out / "percent_of_optimum.png")]
+    fig.savefig(paths[0], dpi=120)
+    plt.close(fig)
+
+    counts = result["analysis"]["best_variant_counts"]
+    variants = result["variants"]
+    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(counts)), 4))
+    bottom = np.zeros(len(counts))
+    for v in variants:
+        vals = np.array([counts[d].get(v, 0) for d in counts])
+        ax.bar(list(counts), vals, bottom=bottom, label=v)
+        bottom += vals
+    ax.set_ylabel("inputs where fastest")
+    ax.tick_params(axis="x", rotation=30)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    paths.append(str(out / "best_variant_counts.png"))
+    fig.savefig(paths[1], dpi=120)
+    plt.close(fig)
+    return paths

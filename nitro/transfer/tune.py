@@ -1,0 +1,83 @@
+"""``tune_from_source``: a target device's model from the store's source-device data."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .. import devices as devices_mod
+from ..dataset import Measurements
+from ..model import SelectorModel
+from ..store import Store
+from .cvdfs import cv_dfs
+from .data import TransferData
+from .fit import export_model, transfer_scores
+from .pdfs import profile_dfs
+from .prepare import Prepared
+
+
+def _device_frame(records: dict[str, dict]) -> pd.DataFrame:
+    return pd.DataFrame({d: devices_mod.feature_values(r) for d, r in records.items()}).T
+
+
+def tune_from_source(store: Store, name: str, variants: list[str], features: list[str], sources=None,
+                     target: str | None = None, target_features=None,
+                     profiling_based_dfs: bool = False, search_based_dfs: bool = False,
+                     k: int = 1, max_subset_size: int = 3, selection: str = "ensemble",
+                     n_jobs: int | None = None, progress: bool = True) -> SelectorModel:
+    """Build (and store) computation ``name``'s model for ``target`` (default: this device)
+    from every source device's training rows and device features in ``store``."""
+    meta = store.meta(name)
+    if meta["variants"] != list(variants) or meta["features"] != list(features):
+        raise ValueError(f"{name}: the store holds variants {meta['variants']} and features "
+                         f"{meta['features']}, not {list(variants)} and {list(features)}")
+    target = target or devices_mod.current_device_id()
+    recorded = store.devices(name)
+    sources = list(sources) if sources else [d for d in recorded if d != target]
+    missing = [s for s in sources if s not in recorded]
+    if missing:
+        raise ValueError(f"{name}: no training rows for source devices {missing}; recorded: {recorded}")
+    if target in sources:
+        raise ValueError(f"{name}: the target {target!r} cannot also be a source")
+    if not sources:
+        raise ValueError(f"{name}: no source device has training rows in the store")
+    records = {s: store.device(s) for s in sources}
+    if target_features is not None:
+        records[target] = {n: {"value": float(v)} for n, v in dict(target_features).items()}
+    else:
+        records[target] = store.device(target, missing_ok=True) or devices_mod.describe()
+    m = Measurements.from_rows({s: store.rows(name, s) for s in sources}, list(variants),
+                               list(features), devices=_device_frame(records))
+    data = TransferData.from_measurements(m, devices=sources + [target])
+    t = data.device_index(target)
+    prep = Prepared.build(data, sources, np.arange(len(data.inputs)), extra_devices=[target])
+    candidates = [data.device_features[j] for j in prep.features]
+    if not candidates:
+        raise ValueError(f"{name}: no device feature is known on every source and on {target!r}")
+    pdfs, sdfs = profiling_based_dfs, search_based_dfs
+    provenance = {"method": "tune_from_source", "target": target, "sources": sources,
+                  "n_training_rows": int(len(prep.train) * len(sources))}
+    if pdfs:
+        proxy, variant = {}, {}
+        for s in sources:
+            proxy.update(store.proxy_profiles(s))
+            variant.update(store.profiles(name, s))
+        selected = profile_dfs(proxy, variant, candidates)
+        if not selected:
+            raise ValueError(f"{name}: P-DFS kept none of the device features {candidates}")
+        provenance["p_dfs"] = selected
+        candidates = selected
+    subsets = [candidates]
+    if sdfs:
+        result = cv_dfs(prep, candidates, max_size=max_subset_size, k=k, selection=selection,
+                        n_jobs=n_jobs, progress=progress)
+        subsets = result.subsets
+        provenance["cv_dfs"] = {"selection": selection, "frequencies": result.frequencies,
+                                "seconds": result.seconds}
+    cols = [[data.device_features.index(f) for f in s] for s in subsets]
+    _, beta, mu = transfer_scores(prep, t, cols)
+    used = sorted({f for s in subsets for f in s})
+    provenance.update(device_features=used, subsets=subsets,
+                      target_features={f: float(data.D[t, data.device_features.index(f)]) for f in used})
+    model = export_model(prep, beta, mu, list(features), provenance)
+    store.put_model(name, target, model.to_dict())
+    return model
