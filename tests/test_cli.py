@@ -1,0 +1,53 @@
+import json
+
+import pytest
+
+from nitro.cli import main
+
+
+def test_every_subcommand_has_help(capsys):
+    for argv in (["--help"], ["demo", "--help"], ["store", "ls", "--help"], ["store", "export", "--help"],
+                 ["store", "import", "--help"], ["bench", "dispatch", "--help"], ["evaluate", "--help"],
+                 ["tune-from-source", "--help"]):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 0
+    assert "usage" in capsys.readouterr().out
+
+
+def test_errors_are_one_line_and_name_the_problem(capsys, tmp_path):
+    assert main(["store", "export", "nope", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("nitro: error:") and "unknown computation 'nope'" in err and "\n" not in err
+    assert main(["store", "ls", "--store", "redis://127.0.0.1:1/0"]) == 2
+    assert "does not answer" in capsys.readouterr().err
+    assert main(["evaluate", str(tmp_path / "missing")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_store_import_ls_export(capsys, tmp_path, spmv_dataset):
+    assert main(["store", "import", str(spmv_dataset), "spmv", "--variants", "csr,coo,ell,sellp"]) == 0
+    capsys.readouterr()
+    assert main(["store", "ls", "--json"]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    assert listing["spmv"]["variants"] == ["csr", "coo", "ell", "sellp"] and len(listing["spmv"]["devices"]) == 9
+    assert main(["store", "export", "spmv", str(tmp_path / "out"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["devices"] == 9 and (tmp_path / "out" / "measurements.csv").exists()
+    assert main(["tune-from-source", "spmv", "--target", "tesla_k40m", "--sources",
+                 "tesla_p100,titan_v,tesla_v100_sxm2,radeon_vii", "--cv-dfs", "--max-subset-size", "2", "--json"]) == 0
+    prov = json.loads(capsys.readouterr().out)
+    assert prov["target"] == "tesla_k40m" and prov["device_features"]
+
+
+def test_bench_dispatch_json(capsys):
+    assert main(["bench", "dispatch", "--json", "--calls", "2000"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["identical_choices"] and r["nitro_dispatch_us"] > 0 and r["sklearn_predict_us"] > 0
+
+
+def test_demo_runs_end_to_end_on_the_embedded_store(capsys):
+    assert main(["demo", "--json", "--train", "14", "--test", "7"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert set(r["percent_of_optimum"]) >= {"tuned", "random", "shared_atomic_even"}
+    assert r["dispatch_example"]["correct"] and "embedded store" in r["store"]

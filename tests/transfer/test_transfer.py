@@ -1,0 +1,107 @@
+"""Cross-device learning on data generated with a known answer."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from nitro.dataset import Measurements
+from nitro.measurement import TrainingRow
+from nitro.model import SelectorModel
+from nitro.transfer.cvdfs import cv_dfs
+from nitro.transfer.data import TransferData, concatenate, stack_sources
+from nitro.transfer.pdfs import profile_dfs, select_proxies
+from nitro.transfer.prepare import Prepared
+from nitro.transfer.tune import tune_from_source
+
+VARIANTS = ["a", "b", "c"]
+
+
+def planted(n_devices=7, n_inputs=160, seed=0):
+    """Variant c is best where size > the device's `cache_kb`; a is best on small inputs of
+    devices with many `atomic_units`, b otherwise. Two decoy device features are noise."""
+    rng = np.random.default_rng(seed)
+    devs = pd.DataFrame({
+        "cache_kb": rng.uniform(200, 2000, n_devices),
+        "atomic_units": rng.choice([1.0, 10.0], n_devices),
+        "decoy1": rng.uniform(0, 1, n_devices),
+        "decoy2": rng.uniform(5, 50, n_devices),
+    }, index=[f"dev{i}" for i in range(n_devices)])
+    devs.loc["dev0", "atomic_units"], devs.loc["dev1", "atomic_units"] = 1.0, 10.0
+    size = np.exp(rng.uniform(np.log(50), np.log(5000), n_inputs))
+    skew = rng.uniform(0, 1, n_inputs)
+    inputs = pd.DataFrame({"size": size, "skew": skew}, index=[f"in{i}" for i in range(n_inputs)])
+    rows = []
+    for d, dv in devs.iterrows():
+        for i, (s, k) in enumerate(zip(size, skew)):
+            big = s > dv.cache_kb
+            t = {"a": 1.0 if (not big and dv.atomic_units > 5) else 2.0,
+                 "b": 1.0 if (not big and dv.atomic_units <= 5) else 2.0,
+                 "c": 1.0 if big else 3.0}
+            t = {v: x * (1 + 0.01 * rng.random()) for v, x in t.items()}
+            rows += [{"device": d, "input": f"in{i}", **t}]
+    times = pd.DataFrame(rows).set_index(["device", "input"])
+    return Measurements(times, inputs, devs)
+
+
+def test_concatenation_shapes():
+    m = planted(n_devices=4, n_inputs=30)
+    data = TransferData.from_measurements(m)
+    assert data.times.shape == (4, 30, 3) and data.D.shape == (4, 4) and data.X.shape == (30, 2)
+    X, y, owner = stack_sources(data, [0, 2, 3], np.arange(30), [0, 3])
+    assert X.shape == (90, 4) and y.shape == (90,) and set(owner) == {0, 2, 3}
+    assert np.allclose(X[owner == 2, 2:], data.D[2, [0, 3]])
+    assert concatenate(np.zeros((5, 2)), np.array([1.0, 2.0])).shape == (5, 4)
+    with pytest.raises(ValueError):
+        concatenate(np.zeros((5, 2)), np.zeros((4, 1)))
+
+
+@pytest.mark.parametrize("selection", ["frequency", "ensemble"])
+def test_cv_dfs_recovers_the_planted_feature(selection):
+    data = TransferData.from_measurements(planted())
+    prep = Prepared.build(data, list(range(7)), np.arange(len(data.inputs)))
+    r = cv_dfs(prep, max_size=2, k=2, selection=selection, n_ensemble=3, progress=False)
+    assert r.models_trained == 7 * 10
+    assert "cache_kb" in r.features and "atomic_units" in r.features
+    if selection == "frequency":
+        assert set(r.features) == {"cache_kb", "atomic_units"}
+    assert min(r.scores.values()) > 0.9
+
+
+def test_pdfs_picks_the_planted_proxy():
+    rng = np.random.default_rng(0)
+    proxy = {}
+    for p, metric in [("ATOMIC", "atomics"), ("MEM-BW", "dram"), ("SP-GFLOP", "flops")]:
+        for phi in range(6):
+            m = {"atomics": 0.02, "dram": 0.05, "flops": 0.05}
+            m[metric] = 0.2 * phi
+            proxy[(p, phi)] = {k: v + 0.01 * rng.random() for k, v in m.items()}
+    variants = {}
+    for i in range(10):
+        variants[("global_atomic", f"in{i}")] = {"atomics": 0.8 + 0.05 * rng.random(), "dram": 0.1, "flops": 0.05}
+        variants[("stream", f"in{i}")] = {"atomics": 0.02, "dram": 0.9, "flops": 0.1}
+    winners = select_proxies(proxy, variants)
+    assert winners["global_atomic"] == ["ATOMIC"] and winners["stream"] == ["MEM-BW"]
+    kept = profile_dfs(proxy, {k: v for k, v in variants.items() if k[0] == "global_atomic"},
+                       ["cores", "global_atomic_ns", "peak_gbps"])
+    assert kept == ["global_atomic_ns"]
+    with pytest.raises(ValueError, match="proxy profiles"):
+        profile_dfs({}, variants, ["cores"])
+
+
+def test_transferred_model_round_trips_through_the_store(store):
+    m = planted()
+    store.declare("toy", VARIANTS, ["size", "skew"])
+    for d in m.device_ids:
+        t = m.for_device(d)
+        store.put_rows("toy", d, [TrainingRow(i, m.inputs.loc[i].to_dict(), t.loc[i].to_dict()) for i in t.index])
+        store.put_device(d, {k: {"value": float(v), "unit": "", "source": "datasheet"} for k, v in m.devices.loc[d].items()})
+    model = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=[f"dev{i}" for i in range(1, 7)],
+                             target="dev0", search_based_dfs=True, max_subset_size=2, progress=False)
+    loaded = SelectorModel.from_dict(store.model("toy", "dev0"))
+    X = m.inputs.to_numpy()
+    assert loaded.predict(X) == model.predict(X)
+    assert loaded.provenance["sources"] == [f"dev{i}" for i in range(1, 7)]
+    assert "cache_kb" in loaded.provenance["device_features"]
+    truth = m.for_device("dev0").idxmin(axis=1).reindex(m.inputs.index)
+    assert (np.array(loaded.predict(X)) == truth.to_numpy()).mean() > 0.85
+    with pytest.raises(ValueError, match="cannot also be a source"):
+        tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=["dev0", "dev1"], target="dev0")
