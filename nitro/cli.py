@@ -83,6 +83,17 @@ def cmd_tune_from_source(args):
                    f"({', '.join(p['sources'])}); device features: {', '.join(p['device_features'])}")
 
 
+def cmd_devices(args):
+    from . import devices
+    device_id = devices.current_device_id()
+    record = devices.describe(measure=not args.no_measure)
+    lines = [f"{device_id}:"]
+    for name, rec in record.items():
+        value = "missing: " + rec["missing"] if rec.get("value") is None else f"{rec['value']:.4g} {rec['unit']}"
+        lines.append(f"  {name:<22}{value:<40}[{rec['source']}]")
+    _emit(args, {device_id: record}, "\n".join(lines))
+
+
 def _split(text):
     return [t for t in text.split(",") if t] if text else None
 
@@ -138,6 +149,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-subset-size", type=int, default=3)
     p.add_argument("--n-jobs", type=int, default=None)
     p.set_defaults(func=cmd_tune_from_source)
+
+    p = sub.add_parser("devices", parents=[common], help="this machine's devices and their features")
+    p.add_argument("--no-measure", action="store_true", help="skip the microbenchmarks")
+    p.set_defaults(func=cmd_devices)
 
     bench = sub.add_parser("bench", help="measure nitro's own speed").add_subparsers(dest="bench_command", required=True)
     p = bench.add_parser("dispatch", parents=[common], help="dispatch overhead against scikit-learn predict")

@@ -69,11 +69,10 @@ def store(request):
         client.flushall()
         yield Store(client=client)
     else:
+        import redis
         url = request.getfixturevalue("system_redis")
-        s = Store(url)
-        s.client.flushall()
-        s = Store(url)
-        yield s
+        redis.Redis.from_url(url).flushall()
+        yield Store(url)
 
 
 @pytest.fixture(scope="session")

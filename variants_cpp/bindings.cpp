@@ -2,6 +2,8 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include "cpu_microbench.hpp"
+#include "cpu_proxies.hpp"
 #include "histogram.hpp"
 
 namespace py = pybind11;
@@ -40,6 +42,20 @@ PYBIND11_MODULE(_variants, m) {
         py::arg("data").noconvert());
   h.def("shared_atomic_dynamic", &histogram<nitro::histogram_shared_atomic_dynamic>,
         py::arg("data").noconvert());
+  py::module_ mb = m.def_submodule("microbench", "one timed repetition of each CPU microbenchmark");
+  namespace nm = nitro::microbench;
+  const auto released = py::call_guard<py::gil_scoped_release>();
+  mb.def("atomic_contended_ns", &nm::atomic_contended_ns, py::arg("increments_per_thread"), released);
+  mb.def("atomic_uncontended_ns", &nm::atomic_uncontended_ns, py::arg("increments_per_thread"), released);
+  mb.def("stream_triad_gbps", &nm::stream_triad_gbps, py::arg("n"), released);
+  mb.def("peak_gflops_dp", &nm::peak_gflops_dp, py::arg("iterations"), released);
+  mb.def("peak_gflops_sp", &nm::peak_gflops_sp, py::arg("iterations"), released);
+  py::module_ px = m.def_submodule("proxies", "CPU application proxies: run(kind, phi, n) -> ops of that kind");
+  using nitro::proxies::Kind;
+  py::enum_<Kind>(px, "Kind")
+      .value("SP_GFLOP", Kind::SpFlop).value("DP_GFLOP", Kind::DpFlop).value("ATOMIC", Kind::Atomic)
+      .value("MEM_BW", Kind::MemBw).value("SH_MEM_BW", Kind::ShMemBw);
+  px.def("run", &nitro::proxies::run, py::arg("kind"), py::arg("phi"), py::arg("n"), released);
 #ifdef NITRO_WITH_CUDA
   m.attr("HAVE_CUDA") = true;
 #else

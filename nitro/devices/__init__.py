@@ -9,10 +9,15 @@ def current_device_id() -> str:
     return cpu_device_id()
 
 
-def describe(device: str = "cpu") -> dict:
-    """Feature record ``name -> {"value", "unit", "source"}`` of a local device."""
+def describe(device: str = "cpu", measure: bool = True) -> dict:
+    """Feature record ``name -> {"value", "unit", "source"}`` of a local device: what the
+    operating system reports, plus (``measure``) the microbenchmarks' figures."""
     if device in ("cpu", cpu_device_id()):
-        return describe_cpu()
+        record = describe_cpu()
+        if measure:
+            from .microbench import measure_cpu
+            record.update(measure_cpu())
+        return record
     raise ValueError(f"unknown local device {device!r}; known: 'cpu' ({cpu_device_id()})")
 
 

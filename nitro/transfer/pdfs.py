@@ -17,10 +17,11 @@ from sklearn.ensemble import RandomForestRegressor
 # Which device features each proxy stresses (the paper's Table 3, in nitro's feature names;
 # names a device does not have are ignored by the caller).
 PROXY_FEATURES: dict[str, list[str]] = {
-    "SP-GFLOP": ["peak_gflops_sp", "cores", "clock_mhz"],
-    "DP-GFLOP": ["peak_gflops_dp", "cores", "clock_mhz"],
+    "SP-GFLOP": ["peak_gflops_sp", "measured_gflops_sp", "cores", "clock_mhz"],
+    "DP-GFLOP": ["peak_gflops_dp", "measured_gflops_dp", "cores", "clock_mhz"],
     "ATOMIC": ["global_atomic_ns", "shared_atomic_ns"],
-    "MEM-BW": ["peak_gbps", "mem_clock_mhz", "mem_bus_width_bits", "l2_cache_kb"],
+    "MEM-BW": ["peak_gbps", "stream_triad_gbps", "mem_clock_mhz", "mem_bus_width_bits", "l2_cache_kb",
+               "l3_cache_kb"],
     "SH-MEM-BW": ["shared_mem_per_block_kb"],
 }
 
