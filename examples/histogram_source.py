@@ -1,0 +1,19 @@
+"""Listing 1 of the paper: record histogram training data on a source machine.
+
+Run on every source machine (pointing NITRO_STORE at a shared Redis server), e.g.
+    NITRO_STORE=redis://store-host:6379/0 python examples/histogram_source.py
+"""
+from nitro import autotuner
+from nitro.benchmarks import histogram
+
+hist = histogram.make_code_variant("histogram")
+hist.record = True                       # keep rows, device features and the model in the store
+# hist.device_id = "my_machine"          # optional: a stable id is derived otherwise
+
+tuner = autotuner("histogram")
+(train, ids), _ = histogram.train_test_inputs(n_train=48, n_test=0)
+tuner.set_training_args(train, ids=ids)
+tuner.tune([hist])                       # exhaustive measurement -> labels -> SVM model
+
+image = train[0]
+print("dispatching to", hist.select(image), "->", hist(image)[:8], "...")
