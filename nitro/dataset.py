@@ -76,12 +76,6 @@ class Measurements:
         return cls(times, inputs, devices if devices is not None else pd.DataFrame())
 
 
-def best_labels(times: pd.DataFrame) -> pd.Series:
-    """Per row, the name of the fastest variant (rows with no valid time are dropped)."""
-    valid = times.dropna(how="all")
-    return valid.idxmin(axis=1)
-
-
 def _read_csv(directory: Path, stem: str) -> pd.DataFrame:
     for name in (f"{stem}.csv", f"{stem}.csv.gz"):
         if (directory / name).exists():

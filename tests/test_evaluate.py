@@ -1,4 +1,3 @@
-import numpy as np
 import pytest
 
 from nitro.dataset import load_dataset_dir

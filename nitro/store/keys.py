@@ -18,7 +18,7 @@ a hash tag (``{``/``}``), or a glob character and so reach another computation's
 """
 from __future__ import annotations
 
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
 SCHEMA_VERSION = 1
 PREFIX = "nitro"
@@ -29,10 +29,6 @@ def escape(name: str) -> str:
     if not isinstance(name, str) or not name:
         raise ValueError(f"names in the store must be non-empty strings, got {name!r}")
     return quote(name, safe="")
-
-
-def unescape(part: str) -> str:
-    return unquote(part)
 
 
 def schema() -> str:
