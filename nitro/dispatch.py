@@ -7,6 +7,21 @@ from typing import Callable
 from .model import SelectorModel
 
 
+def feature_vector(names, values, where: str = "") -> list[float]:
+    """``values`` as floats, or a clear error naming the feature that is not a finite number
+    (``where`` says which computation and input, when known)."""
+    out = []
+    for name, v in zip(names, values):
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            raise TypeError(f"{where}input feature {name!r} returned {v!r}, not a number") from None
+        if not math.isfinite(f):
+            raise ValueError(f"{where}input feature {name!r} is {f}: features must be finite")
+        out.append(f)
+    return out
+
+
 class Dispatcher:
     """Chooses a variant for a feature vector with a :class:`SelectorModel`.
 
@@ -32,14 +47,8 @@ class Dispatcher:
     def _check(self, values: list[float]):
         if len(values) != len(self.features):
             raise ValueError(f"expected {len(self.features)} feature values, got {len(values)}")
-        for name, v in zip(self.features, values):
-            if not isinstance(v, (int, float)) or not math.isfinite(v):
-                try:
-                    v = float(v)
-                except (TypeError, ValueError):
-                    raise TypeError(f"input feature {name!r} returned {v!r}, not a number") from None
-                if not math.isfinite(v):
-                    raise ValueError(f"input feature {name!r} is {v}: features must be finite")
+        if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in values):
+            feature_vector(self.features, values)
 
     def allowed(self, values: list[float]) -> dict[str, bool]:
         ok = dict.fromkeys(self.variants, True)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import hashlib
-import math
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -10,6 +9,7 @@ from sklearn.base import clone
 from tqdm.auto import tqdm
 
 from . import devices as devices_mod
+from .dispatch import feature_vector
 from .learn import SVMSelector
 from .measurement import TimingPolicy, TrainingRow, measure_variants
 from .model import SelectorModel
@@ -31,19 +31,6 @@ def input_id(args: tuple) -> str:
         else:
             raise TypeError(f"cannot derive an input id from {type(a).__name__}: pass ids= to set_training_args")
     return h.hexdigest()[:16]
-
-
-def _check_features(cv: CodeVariant, values: Sequence, iid: str) -> list[float]:
-    out = []
-    for name, v in zip(cv.feature_names, values):
-        try:
-            f = float(v)
-        except (TypeError, ValueError):
-            raise TypeError(f"{cv.name}: input feature {name!r} of input {iid} returned {v!r}, not a number") from None
-        if not math.isfinite(f):
-            raise ValueError(f"{cv.name}: input feature {name!r} of input {iid} is {f}: features must be finite")
-        out.append(f)
-    return out
 
 
 class Autotuner:
@@ -96,7 +83,7 @@ class Autotuner:
         todo = [(i, a) for i, a in zip(self.training_ids, self.training_args) if i not in recorded]
         rows.extend(recorded[i] for i in self.training_ids if i in recorded)
         for iid, args in tqdm(todo, desc=f"measuring {cv.name}", unit="input", disable=not self.progress):
-            feats = _check_features(cv, cv.compute_features(*args), iid)
+            feats = feature_vector(cv.feature_names, cv.compute_features(*args), f"{cv.name}, input {iid}: ")
             reference = cv.reference(*args) if cv.reference is not None else None
             times, failed = measure_variants(cv.variants, args, reference=reference,
                                              reference_variant=cv.default, check=cv.check,
