@@ -42,6 +42,11 @@ def reference(image) -> np.ndarray:
     return np.bincount(_as_u8(image).ravel(), minlength=BINS).astype(np.uint64)
 
 
+def baseline(image) -> np.ndarray:
+    """What a NumPy user would call: ``np.bincount`` (single-threaded)."""
+    return np.bincount(image.ravel(), minlength=BINS)
+
+
 # -- input features (the paper's: N, N/#bins, standard deviation of a sub-sample) ---------------
 def n(image) -> float:
     return float(image.size)
