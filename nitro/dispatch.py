@@ -33,6 +33,7 @@ class Dispatcher:
         self.variants, self.features, self.default = variants, features, default
         self.constraints: list[tuple[str, Callable]] = []
         self.model: SelectorModel | None = None
+        self._predict_one = None
 
     def set_model(self, model: SelectorModel | None):
         if model is not None:
@@ -43,6 +44,7 @@ class Dispatcher:
                 raise ValueError(f"the model was trained on features {model.input_features}, "
                                  f"not {self.features}")
         self.model = model
+        self._predict_one = model.compiled().predict_one if model is not None else None
 
     def _check(self, values: list[float]):
         if len(values) != len(self.features):
@@ -60,8 +62,12 @@ class Dispatcher:
         return ok
 
     def choose(self, values: list[float]) -> str:
-        self._check(values)
-        choice = self.default if self.model is None else self.model.predict([values])[0]
+        index = self._predict_one(values) if self._predict_one is not None else -1
+        if index >= 0:
+            choice = self.model.variants[index]
+        else:  # no model, or values the compiled path refused: validate (clear errors) and decide
+            self._check(values)
+            choice = self.default if self.model is None else self.model.predict([values])[0]
         if self.constraints:
             ok = self.allowed(values)
             if not ok[choice]:

@@ -102,6 +102,27 @@ class SelectorModel:
     # -- prediction --------------------------------------------------------------------------
     def __post_init__(self):
         self._cache = None
+        self._compiled = None
+
+    def compiled(self):
+        """The model as a compiled evaluator (``nitro._selector``): ``predict_one(values)``
+        gives the variant index for one feature list in about a microsecond, or -1 when the
+        values are not ``len(input_features)`` finite numbers; ``predict_batch(X)`` for many."""
+        if self._compiled is None:
+            from . import _selector
+            p, d = self.params, len(self.input_features)
+            if self.kind == "constant":
+                self._compiled = _selector.Constant(d, p["label"])
+            elif self.kind == "kernel":
+                a = self._arrays()
+                self._compiled = _selector.Kernel(a["mean"], a["scale"], float(p["gamma"]), a["centers"],
+                                                  a["W"], a["b"])
+            else:
+                a, k = self._arrays(), len(self.variants)
+                pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
+                self._compiled = _selector.Svc(d, a["dev"], a["log"].tolist(), a["mean"], a["scale"],
+                                               float(p["gamma"]), a["sv"], a["Wt"].T.copy(), a["b"], pairs, k)
+        return self._compiled
 
     def _arrays(self):
         if self._cache is None:

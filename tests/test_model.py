@@ -42,3 +42,39 @@ def test_invalid_models_are_refused(mutate, message):
     mutate(data)
     with pytest.raises(ValueError, match=message):
         SelectorModel.from_dict(data)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 5])
+def test_compiled_evaluator_equals_scikit_learn(k):
+    """The compiled dispatch path chooses exactly what scikit-learn predicts, one by one
+    and in batches, with device features appended as constants."""
+    rng = np.random.default_rng(10 + k)
+    X = rng.random((240, 4)) * [1e6, 1e4, 50, 1]
+    X[:, 3] = np.repeat([2.0, 7.0], 120)
+    y = np.array(list("abcde"))[((X[:, 0] / 1e6 * k + 0.3 * rng.random(240) + X[:, 3] / 7).astype(int)) % k]
+    est = SVMSelector().fit(X, y)
+    model = SelectorModel.from_estimator(est, ["a", "b", "c"], device_features={"dev": 7.0})
+    T = rng.random((3000, 3)) * [1e6, 1e4, 50]
+    expected = list(est.predict(np.hstack([T, np.full((3000, 1), 7.0)])))
+    fast = model.compiled()
+    assert [model.variants[fast.predict_one(list(row))] for row in T] == expected
+    assert [model.variants[i] for i in fast.predict_batch(T)] == expected
+
+
+def test_compiled_kernel_model_equals_numpy():
+    rng = np.random.default_rng(3)
+    model = SelectorModel(variants=["u", "v", "w"], input_features=["a", "b"], kind="kernel", params={
+        "mean": [1.0, -0.5], "scale": [2.0, 0.7], "gamma": 0.3, "centers": rng.normal(size=(40, 2)).tolist(),
+        "weights": rng.normal(size=(40, 3)).tolist(), "offset": [0.1, 0.0, -0.1]})
+    model = SelectorModel.from_dict(model.to_dict())
+    T = rng.normal(size=(2000, 2)) * [100, 3]
+    assert list(model.compiled().predict_batch(T)) == list(model.predict_index(T))
+
+
+@pytest.mark.parametrize("values", [[1.0, 2.0], [1.0, 2.0, 3.0, 4.0], [1.0, float("nan"), 3.0],
+                                    [1.0, float("inf"), 3.0], ["1", 2.0, 3.0], [None, 2.0, 3.0], (True, 2.0, 3.0), "abc"])
+def test_compiled_evaluator_refuses_what_is_not_a_feature_vector(values):
+    rng = np.random.default_rng(1)
+    X = rng.random((60, 3))
+    est = SVMSelector().fit(X, np.where(X[:, 0] > 0.5, "x", "y"))
+    assert SelectorModel.from_estimator(est, ["a", "b", "c"]).compiled().predict_one(values) == -1

@@ -67,3 +67,12 @@ def test_model_for_other_variants_or_features_is_refused():
         cv.model = SelectorModel(["small", "huge"], ["size"], "constant", {"label": 0})
     with pytest.raises(ValueError, match="trained on features"):
         cv.model = SelectorModel(["small", "big"], ["other"], "constant", {"label": 0})
+
+
+def test_compiled_dispatch_reports_bad_feature_values_clearly():
+    cv = code_variant("sum", [small, big], {"size": lambda x: float("nan") if x.size == 3 else float(x.size)},
+                      default="small")
+    cv.model = _model(cv)
+    assert cv.select(np.ones(100000)) == "big"
+    with pytest.raises(ValueError, match="'size' is nan"):
+        cv.select(np.ones(3))

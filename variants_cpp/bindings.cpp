@@ -42,6 +42,10 @@ PYBIND11_MODULE(_variants, m) {
         py::arg("data").noconvert());
   h.def("shared_atomic_dynamic", &histogram<nitro::histogram_shared_atomic_dynamic>,
         py::arg("data").noconvert());
+  h.def("subsample_std", [](const U8Array& data, std::size_t samples) {
+          return nitro::histogram_subsample_std(data.data(), static_cast<std::size_t>(data.size()), samples);
+        }, py::arg("data").noconvert(), py::arg("samples") = 1024,
+        "input feature: std of an evenly strided sample of about `samples` values");
   py::module_ mb = m.def_submodule("microbench", "one timed repetition of each CPU microbenchmark");
   namespace nm = nitro::microbench;
   const auto released = py::call_guard<py::gil_scoped_release>();

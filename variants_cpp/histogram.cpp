@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -130,6 +131,21 @@ void histogram_shared_atomic_dynamic(const std::uint8_t* data, std::size_t n,
       private_range(data, b, std::min(n, b + kChunk), local);
     merge_private(local, bins);
   }
+}
+
+double histogram_subsample_std(const std::uint8_t* data, std::size_t n, std::size_t samples) {
+  if (n == 0) return 0.0;
+  const std::size_t step = std::max<std::size_t>(1, samples ? n / samples : n);
+  // one pass with exact integer sums (values < 256), so the strided loads happen once
+  std::uint64_t sum = 0, sq = 0, count = 0;
+  for (std::size_t i = 0; i < n; i += step, ++count) {
+    const std::uint64_t v = data[i];
+    sum += v;
+    sq += v * v;
+  }
+  const double c = static_cast<double>(count);
+  const double var = (static_cast<double>(sq) * c - static_cast<double>(sum) * static_cast<double>(sum)) / (c * c);
+  return std::sqrt(std::max(var, 0.0));
 }
 
 }  // namespace nitro

@@ -19,4 +19,8 @@ void histogram_global_atomic_dynamic(const std::uint8_t* data, std::size_t n, st
 void histogram_shared_atomic_even(const std::uint8_t* data, std::size_t n, std::uint64_t* bins);
 void histogram_shared_atomic_dynamic(const std::uint8_t* data, std::size_t n, std::uint64_t* bins);
 
+// Input feature: population standard deviation of data[0], data[step], ... with
+// step = max(1, n / samples) (NumPy's ``data[::step].std()``), 0 for n = 0.
+double histogram_subsample_std(const std::uint8_t* data, std::size_t n, std::size_t samples);
+
 }  // namespace nitro
