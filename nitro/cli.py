@@ -56,6 +56,21 @@ def cmd_bench_dispatch(args):
     _emit(args, result, format_dispatch(result))
 
 
+def cmd_bench_training(args):
+    from .bench.training import bench_training, format_training
+    from .search import EarlyStopping
+    result = bench_training(args.family, args.train, args.test, args.seed, budget=args.budget,
+                            early_stopping=EarlyStopping(epsilon=args.epsilon, alpha=args.alpha, race=args.race))
+    _emit(args, result, format_training(result))
+
+
+def cmd_bench_cvdfs(args):
+    from .bench.cvdfs import bench_cvdfs, format_cvdfs
+    result = bench_cvdfs(args.dataset, target=args.target, max_size=args.max_subset_size, seed=args.seed,
+                         reference_fits=args.reference_fits, n_jobs=args.n_jobs)
+    _emit(args, result, format_cvdfs(result))
+
+
 def cmd_evaluate(args):
     from .dataset import load_dataset_dir
     from .evaluate import evaluate, format_evaluation
@@ -158,6 +173,25 @@ def build_parser() -> argparse.ArgumentParser:
     p = bench.add_parser("dispatch", parents=[common], help="dispatch overhead against scikit-learn predict")
     p.add_argument("--calls", type=int, default=20000)
     p.set_defaults(func=cmd_bench_dispatch)
+    p = bench.add_parser("training", parents=[common],
+                         help="exhaustive training against early stopping + active learning")
+    p.add_argument("--family", default="histogram", help="benchmark family (default histogram)")
+    p.add_argument("--train", type=int, default=48)
+    p.add_argument("--test", type=int, default=48)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--budget", type=float, default=0.5, help="fraction of training inputs to measure")
+    p.add_argument("--epsilon", type=float, default=0.05, help="early stopping: tolerated distance to the best")
+    p.add_argument("--alpha", type=float, default=0.1, help="early stopping: tolerated probability of missing it")
+    p.add_argument("--race", type=float, default=0.5, help="stop repeating a variant this much slower than the best")
+    p.set_defaults(func=cmd_bench_training)
+    p = bench.add_parser("cvdfs", parents=[common], help="CV-DFS time against from-scratch fits")
+    p.add_argument("dataset", help="measurement directory (layout of spmv_ginkgo)")
+    p.add_argument("--target", help="target device (default: the first one)")
+    p.add_argument("--max-subset-size", type=int, default=3)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--reference-fits", type=int, default=2, help="from-scratch fits to time")
+    p.add_argument("--n-jobs", type=int, default=None)
+    p.set_defaults(func=cmd_bench_cvdfs)
     return parser
 
 

@@ -46,14 +46,10 @@ def _common_variants(m: Measurements, devices: list[str]) -> list[str]:
     return [v for v in m.variants if (counts[v] > 0).all()]
 
 
-def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.5, seed: int = 0,
-             methods=None, max_size: int = 3, k: int = 1, n_jobs: int | None = None,
-             progress: bool = False) -> dict:
-    """Evaluate every method with each device of the main group as the target (see module doc)."""
-    methods = list(methods or METHODS)
-    unknown = set(methods) - set(METHODS)
-    if unknown:
-        raise ValueError(f"unknown methods {sorted(unknown)}; known: {METHODS}")
+def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, seed: int = 0):
+    """The evaluation's data and split: ``(data, main, others, train, test)`` with ``main``
+    the device indices of the largest kind, ``others`` the cross-kind device ids, and
+    training/test input indices drawn by ``seed`` among inputs complete on every main device."""
     devices = list(devices) if devices else m.device_ids
     main, others = _groups(m, devices)
     if len(main) < 4:
@@ -70,7 +66,19 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
     rng = np.random.default_rng(seed)
     perm = rng.permutation(complete)
     n_test = int(round(test_size * len(perm)))
-    test, train = np.sort(perm[:n_test]), np.sort(perm[n_test:])
+    return data, idx, others, np.sort(perm[n_test:]), np.sort(perm[:n_test])
+
+
+def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.5, seed: int = 0,
+             methods=None, max_size: int = 3, k: int = 1, n_jobs: int | None = None,
+             progress: bool = False) -> dict:
+    """Evaluate every method with each device of the main group as the target (see module doc)."""
+    methods = list(methods or METHODS)
+    unknown = set(methods) - set(METHODS)
+    if unknown:
+        raise ValueError(f"unknown methods {sorted(unknown)}; known: {METHODS}")
+    data, idx, others, train, test = split(m, variants, devices, test_size, seed)
+    main, variants = [data.devices[i] for i in idx], data.variants
 
     on_device = {}
     if {"majority", "trained_on_target"} & set(methods):

@@ -74,8 +74,10 @@ def outputs_match(result: Any, reference: Any) -> bool:
     return bool(np.array_equal(a, b))
 
 
-def time_call(fn: Callable, args: tuple, policy: TimingPolicy) -> float:
-    """Median seconds per call of ``fn(*args)`` under ``policy`` (warm-up already done)."""
+def time_call(fn: Callable, args: tuple, policy: TimingPolicy, bound: float | None = None,
+              counts: dict | None = None) -> float:
+    """Median seconds per call of ``fn(*args)`` under ``policy`` (warm-up already done).
+    With a race ``bound``, repetitions stop once the fastest sample exceeds it."""
     samples: list[float] = []
     spent = 0.0
     while len(samples) < policy.max_repeats:
@@ -86,36 +88,55 @@ def time_call(fn: Callable, args: tuple, policy: TimingPolicy) -> float:
         spent += elapsed
         if len(samples) >= policy.min_repeats and spent >= policy.target_seconds:
             break
+        if bound is not None and min(samples) > bound:
+            break
+    if counts is not None:
+        counts["calls"] = counts.get("calls", 0) + len(samples)
+        counts["seconds"] = counts.get("seconds", 0.0) + spent
     return float(np.median(samples))
 
 
 def measure_variants(variants: Mapping[str, Callable], args: tuple, *, reference: Any = None,
                      reference_variant: str | None = None, check: Callable | None = None,
                      allowed: Mapping[str, bool] | None = None,
-                     policy: TimingPolicy = TimingPolicy()) -> tuple[dict, dict]:
+                     policy: TimingPolicy = TimingPolicy(), early_stopping=None,
+                     order: list[str] | None = None, counts: dict | None = None) -> tuple[dict, dict]:
     """Run and time every variant on ``args``; return ``(times, failed)``.
 
     ``reference`` is the expected output; without one the output of ``reference_variant``
     is the reference. ``check(result, reference) -> bool`` replaces :func:`outputs_match`.
     Variants with ``allowed[name] is False`` (excluded by a constraint) are not run.
+    ``early_stopping`` (:class:`nitro.search.EarlyStopping`) races repetitions and may stop
+    before every variant is measured, trying variants in ``order``; ``counts`` accumulates
+    the variant calls made (``"calls"``) and their seconds.
     """
+    from .search import SKIPPED
     check = check or outputs_match
     times: dict[str, float | None] = {}
     failed: dict[str, str] = {}
-    order = list(variants)
+    order = list(order or variants)
     if reference is None and reference_variant is not None:
         order.remove(reference_variant)
         order.insert(0, reference_variant)
     have_reference = reference is not None
+    runnable = [v for v in order if allowed is None or allowed.get(v, True)]
     for name in order:
         if allowed is not None and not allowed.get(name, True):
             times[name], failed[name] = None, "excluded by constraint"
             continue
+        valid = [t for t in times.values() if t is not None]
+        if early_stopping is not None and valid and early_stopping.should_stop(valid, len(runnable)):
+            times[name], failed[name] = None, SKIPPED
+            continue
         fn = variants[name]
         try:
+            start = time.perf_counter()
             result = fn(*args)
             for _ in range(policy.warmup - 1):
                 fn(*args)
+            if counts is not None:
+                counts["calls"] = counts.get("calls", 0) + policy.warmup
+                counts["seconds"] = counts.get("seconds", 0.0) + time.perf_counter() - start
         except Exception as exc:  # a failing variant must not stop tuning
             times[name], failed[name] = None, f"raised {type(exc).__name__}: {exc}"
             continue
@@ -124,5 +145,6 @@ def measure_variants(variants: Mapping[str, Callable], args: tuple, *, reference
         elif not check(result, reference):
             times[name], failed[name] = None, "wrong result"
             continue
-        times[name] = time_call(fn, args, policy)
+        bound = early_stopping.race_bound(min(valid, default=None)) if early_stopping is not None else None
+        times[name] = time_call(fn, args, policy, bound=bound, counts=counts)
     return {v: times[v] for v in variants}, failed

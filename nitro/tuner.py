@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import hashlib
+import math
+from collections import Counter
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -13,6 +15,7 @@ from .dispatch import feature_vector
 from .learn import SVMSelector
 from .measurement import TimingPolicy, TrainingRow, measure_variants
 from .model import SelectorModel
+from .search import EarlyStopping, budget_count, margins, prior_order, spread_indices
 from .store import Store
 from .variant import CodeVariant
 
@@ -45,6 +48,7 @@ class Autotuner:
         self.progress = progress
         self.training_args: list[tuple] = []
         self.training_ids: list[str] = []
+        self.counts: dict = {"calls": 0, "seconds": 0.0}  # variant calls made by measure()
 
     @property
     def store(self) -> Store:
@@ -66,11 +70,15 @@ class Autotuner:
         self.training_args, self.training_ids = args, ids
 
     # -- measurement ---------------------------------------------------------------------------
-    def measure(self, cv: CodeVariant, remeasure: bool = False) -> list[TrainingRow]:
-        """Exhaustively time every variant on every training input (resuming: inputs already
-        recorded for this device are read back, not re-measured)."""
+    def measure(self, cv: CodeVariant, remeasure: bool = False, early_stopping: EarlyStopping | None = None,
+                indices: Sequence[int] | None = None) -> list[TrainingRow]:
+        """Time the variants on the training inputs (all, or those at ``indices``): every
+        variant, or fewer with ``early_stopping``. Resumes: inputs already recorded for this
+        device are read back, not re-measured. Variant calls made are added to
+        :attr:`counts` (``"calls"``, ``"seconds"``)."""
         if not self.training_args:
             raise ValueError(f"{self.name}: call set_training_args before tuning")
+        picked = range(len(self.training_args)) if indices is None else indices
         device = cv.device_id or devices_mod.current_device_id()
         recorded: dict[str, TrainingRow] = {}
         if cv.record:
@@ -79,28 +87,72 @@ class Autotuner:
                 self.store.put_device(device, devices_mod.describe())
             if not remeasure:
                 recorded = {r.input_id: r for r in self.store.rows(cv.name, device)}
-        rows = []
-        todo = [(i, a) for i, a in zip(self.training_ids, self.training_args) if i not in recorded]
-        rows.extend(recorded[i] for i in self.training_ids if i in recorded)
+        ids = [self.training_ids[k] for k in picked]
+        todo = [(i, self.training_args[k]) for i, k in zip(ids, picked) if i not in recorded]
+        rows = [recorded[i] for i in ids if i in recorded]
+        best_counts = Counter(r.best for r in rows)
         for iid, args in tqdm(todo, desc=f"measuring {cv.name}", unit="input", disable=not self.progress):
             feats = feature_vector(cv.feature_names, cv.compute_features(*args), f"{cv.name}, input {iid}: ")
             reference = cv.reference(*args) if cv.reference is not None else None
+            order = prior_order(cv.variant_names, best_counts) if early_stopping is not None else None
             times, failed = measure_variants(cv.variants, args, reference=reference,
                                              reference_variant=cv.default, check=cv.check,
-                                             allowed=cv.allowed(feats), policy=self.policy)
+                                             allowed=cv.allowed(feats), policy=self.policy,
+                                             early_stopping=early_stopping, order=order, counts=self.counts)
             row = TrainingRow(iid, dict(zip(cv.feature_names, feats)), times, failed)
+            best_counts[row.best] += 1
             if cv.record:
                 self.store.put_row(cv.name, device, row)
             rows.append(row)
         return rows
 
+    def measure_actively(self, cv: CodeVariant, budget: int | float, remeasure: bool = False,
+                         early_stopping: EarlyStopping | None = None) -> list[TrainingRow]:
+        """Measure at most ``budget`` training inputs (a count, or a fraction of them), chosen
+        where the current model is least sure: a spread-out first quarter, then batches of the
+        inputs with the smallest best-versus-second-best margin, until the budget is spent or the
+        model's choices on all training inputs stop changing (two rounds alike)."""
+        if not self.training_args:
+            raise ValueError(f"{self.name}: call set_training_args before tuning")
+        n = len(self.training_args)
+        limit = budget_count(budget, n)
+        X = np.array([feature_vector(cv.feature_names, cv.compute_features(*a), f"{cv.name}, input {i}: ")
+                      for i, a in zip(self.training_ids, self.training_args)])
+        chosen = spread_indices(X, max(2, math.ceil(limit / 4)))[:limit]
+        rows = self.measure(cv, remeasure, early_stopping, indices=chosen)
+        batch, previous, stable = max(1, math.ceil(limit / 8)), None, 0
+        while len(chosen) < limit:
+            labelled = [r for r in rows if r.best is not None]
+            if not labelled:
+                extra = [i for i in spread_indices(X, len(chosen) + batch) if i not in chosen]
+            else:
+                est = clone(self.learner).fit(np.array([[r.features[f] for f in cv.feature_names] for r in labelled]),
+                                              np.array([r.best for r in labelled]))
+                predicted = est.predict(X)
+                stable = stable + 1 if previous is not None and (predicted == previous).all() else 0
+                if stable >= 2:
+                    break
+                previous = predicted
+                rest = np.array([i for i in range(n) if i not in set(chosen)])
+                extra = rest[np.argsort(margins(est, X[rest]), kind="stable")].tolist()
+            extra = extra[:min(batch, limit - len(chosen))]
+            rows += self.measure(cv, remeasure, early_stopping, indices=extra)
+            chosen += extra
+        return rows
+
     # -- on-device tuning -------------------------------------------------------------------------
-    def tune(self, variants: Sequence[CodeVariant], remeasure: bool = False) -> list[SelectorModel]:
+    def tune(self, variants: Sequence[CodeVariant], remeasure: bool = False, budget: int | float | None = None,
+             early_stopping: EarlyStopping | None = None) -> list[SelectorModel]:
         """Measure, label each input with its fastest valid variant, train, and install the
-        model on each code variant (and in the store when ``record`` is set)."""
+        model on each code variant (and in the store when ``record`` is set). ``budget``
+        measures only that many training inputs, chosen actively (:meth:`measure_actively`);
+        ``early_stopping`` measures fewer variants and repetitions per input."""
         models = []
         for cv in variants:
-            rows = self.measure(cv, remeasure=remeasure)
+            if budget is None:
+                rows = self.measure(cv, remeasure=remeasure, early_stopping=early_stopping)
+            else:
+                rows = self.measure_actively(cv, budget, remeasure=remeasure, early_stopping=early_stopping)
             model = self.fit_rows(cv, rows)
             cv.model = model
             if cv.record:

@@ -60,6 +60,14 @@ class SVMSelector(ClassifierMixin, BaseEstimator):
             self.pipeline_ = self._pipeline(C, gamma).fit(X, y, **fit_params)
         return self
 
+    def decision_function(self, X):
+        """The SVM's one-versus-rest decision scores (used to find uncertain inputs)."""
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        if self.pipeline_ is None:
+            return np.zeros(X.shape[0])
+        return self.pipeline_.decision_function(X)
+
     def predict(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)

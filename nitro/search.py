@@ -1,0 +1,102 @@
+"""Measuring less than an exhaustive search: early stopping over variants and racing of
+repetitions (Vuduc et al.), and active choice of training inputs (Nitro's incremental tuning).
+
+Early stopping (Vuduc, Demmel & Bilmes, section 3): after measuring ``t`` of a input's ``N``
+variants, rescale the observed speeds so that the best is 1 and estimate, from their empirical
+distribution, the probability that ``t`` variants drawn without replacement would all be more
+than ``epsilon`` slower than the best; stop when it is below ``alpha``. A raced variant stops
+repeating as soon as its fastest sample is more than ``race`` slower than the best median so
+far: it cannot be the best, and its recorded time is the median of the samples it got.
+Skipped variants are recorded with time ``None`` and the reason "skipped by early stopping":
+fine for learners of the best variant (the default SVM), less so for learners that use every
+variant's time (cost-aware and cross-device ones), which should get exhaustive rows.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+SKIPPED = "skipped by early stopping"
+
+
+@dataclass(frozen=True)
+class EarlyStopping:
+    """Tolerances of the training search (see module doc)."""
+
+    epsilon: float = 0.05
+    alpha: float = 0.1
+    race: float = 0.5
+    min_variants: int = 2
+
+    def __post_init__(self):
+        if not (0 < self.epsilon < 1 and 0 < self.alpha < 1 and self.race > 0 and self.min_variants >= 1):
+            raise ValueError(f"invalid early-stopping tolerances {self}")
+
+    def race_bound(self, best_time: float | None) -> float | None:
+        """A variant whose fastest sample exceeds this stops repeating."""
+        return None if best_time is None else best_time * (1.0 + self.race)
+
+    def should_stop(self, times: list[float], n_total: int) -> bool:
+        """Vuduc's rule (their equations 1-4) on the valid times measured so far."""
+        t = len(times)
+        if t >= n_total:
+            return True
+        if t < self.min_variants:
+            return False
+        speed = min(times) / np.asarray(times, dtype=float)
+        n = n_total * float(np.mean(speed <= 1.0 - self.epsilon))   # estimated n(1 - ε)
+        p = 1.0
+        for r in range(1, t + 1):
+            p *= 0.0 if n < r else (n - r + 1) / (n_total - r + 1)
+        return p < self.alpha
+
+
+def prior_order(variants: list[str], best_counts: dict[str, int], first: str | None = None) -> list[str]:
+    """Variants most often best so far first (``first``, e.g. the reference variant, leads)."""
+    rank = sorted(variants, key=lambda v: -best_counts.get(v, 0))
+    if first is not None and first in rank:
+        rank.remove(first)
+        rank.insert(0, first)
+    return rank
+
+
+# -- active learning -----------------------------------------------------------------------------
+def spread_indices(X: np.ndarray, k: int, start: int = 0) -> list[int]:
+    """``k`` rows of ``X`` far apart (greedy farthest-point on signed-log, standardised
+    features): a deterministic, diverse first batch before any model exists."""
+    Z = np.sign(X) * np.log1p(np.abs(X))
+    Z = (Z - Z.mean(0)) / np.where(Z.std(0) > 0, Z.std(0), 1.0)
+    chosen = [start]
+    d = ((Z - Z[start]) ** 2).sum(1)
+    while len(chosen) < min(k, len(Z)):
+        i = int(d.argmax())
+        chosen.append(i)
+        d = np.minimum(d, ((Z - Z[i]) ** 2).sum(1))
+    return chosen
+
+
+def margins(estimator, X: np.ndarray) -> np.ndarray:
+    """Best-versus-second-best margin of a fitted classifier's decision scores (small = the
+    model is unsure which variant wins); zeros when it has fewer than two classes."""
+    if len(getattr(estimator, "classes_", [])) < 2:
+        return np.zeros(len(X))
+    scores = np.asarray(estimator.decision_function(X))
+    if scores.ndim == 1:
+        return np.abs(scores)
+    top2 = np.sort(scores, axis=1)[:, -2:]
+    return top2[:, 1] - top2[:, 0]
+
+
+def budget_count(budget: int | float, n: int) -> int:
+    """Inputs to measure: an int is a count, a float in (0, 1] a fraction of ``n``."""
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)):
+        raise TypeError(f"budget must be a count or a fraction, got {budget!r}")
+    if isinstance(budget, float):
+        if not 0 < budget <= 1:
+            raise ValueError(f"a fractional budget must be in (0, 1], got {budget}")
+        return max(1, math.ceil(budget * n))
+    if budget < 1:
+        raise ValueError(f"budget must be at least 1 input, got {budget}")
+    return min(budget, n)

@@ -1,0 +1,74 @@
+import time
+
+import numpy as np
+import pytest
+
+from nitro import TimingPolicy, autotuner, code_variant
+from nitro.measurement import measure_variants
+from nitro.search import SKIPPED, EarlyStopping, budget_count, prior_order, spread_indices
+
+
+def sleeper(seconds):
+    def variant(x):
+        time.sleep(seconds(x) if callable(seconds) else seconds)
+        return x
+    return variant
+
+
+def test_vuduc_rule_on_a_hand_computed_example():
+    es = EarlyStopping(epsilon=0.05, alpha=0.1)
+    # speeds 1 and 0.5: F(0.95) = 1/2, n = 3 of 6; Pr = 3/6 * 2/5 = 0.2
+    assert not es.should_stop([1.0, 2.0], 6)
+    assert EarlyStopping(epsilon=0.05, alpha=0.25).should_stop([1.0, 2.0], 6)
+    # both within 5% of the best: no observed variant is far, Pr = 0
+    assert es.should_stop([1.0, 1.01], 6)
+    # 4 of 5 far: n = 4.8; Pr = 4.8/6 * 3.8/5 * 2.8/4 * 1.8/3 * 0.8/2 = 0.061
+    assert es.should_stop([1.0, 3.0, 3.0, 3.0, 3.0], 6)
+    assert not es.should_stop([1.0], 6)                  # fewer than min_variants
+    assert es.should_stop([1.0, 2.0, 3.0], 3)            # nothing left to try
+    with pytest.raises(ValueError, match="invalid early-stopping"):
+        EarlyStopping(alpha=1.5)
+
+
+def test_racing_cuts_repetitions_of_clearly_slower_variants():
+    variants = {"fast": sleeper(0.001), "slow": sleeper(0.01)}
+    policy = TimingPolicy(min_repeats=5, max_repeats=5, target_seconds=0.0)
+    full, raced = {}, {}
+    measure_variants(variants, (1,), policy=policy, counts=full, reference_variant="fast")
+    times, failed = measure_variants(variants, (1,), policy=policy, counts=raced, reference_variant="fast",
+                                     early_stopping=EarlyStopping(min_variants=3))
+    assert full["calls"] == 2 * (1 + 5)
+    assert raced["calls"] == (1 + 5) + (1 + 1)          # slow: checked once, timed once
+    assert times["slow"] > 5 * times["fast"] and not failed
+
+
+def test_early_stopping_skips_the_rest_and_keeps_the_best_measured():
+    variants = {f"v{i}": sleeper(0.002) for i in range(6)}
+    times, failed = measure_variants(variants, (1,), policy=TimingPolicy(min_repeats=1, max_repeats=1),
+                                     early_stopping=EarlyStopping(epsilon=0.5))
+    measured = [v for v, t in times.items() if t is not None]
+    assert len(measured) == 2 and all(failed[v] == SKIPPED for v in variants if v not in measured)
+
+
+def test_prior_order_and_spread_and_budget():
+    assert prior_order(["a", "b", "c"], {"c": 5, "b": 1}) == ["c", "b", "a"]
+    assert prior_order(["a", "b", "c"], {"c": 5}, first="a") == ["a", "c", "b"]
+    X = np.array([[1.0], [1.1], [1000.0], [1e6], [1.05]])
+    assert sorted(spread_indices(X, 3)) == [0, 2, 3]
+    assert budget_count(0.25, 10) == 3 and budget_count(4, 10) == 4 and budget_count(40, 10) == 10
+    for bad in (0, 1.5, -0.1, "3", True):
+        with pytest.raises((ValueError, TypeError)):
+            budget_count(bad, 10)
+
+
+def test_active_learning_measures_within_budget_and_learns_the_crossover():
+    """lin costs x * 0.3 ms, flat 3 ms: lin wins below x = 10."""
+    cv = code_variant("cross", {"lin": sleeper(lambda x: x * 3e-4), "flat": sleeper(3e-3)}, {"x": lambda x: float(x)})
+    tuner = autotuner("cross", policy=TimingPolicy(min_repeats=1, max_repeats=2, target_seconds=0.0), progress=False)
+    xs = list(range(1, 31))
+    tuner.set_training_args(xs)
+    rows = tuner.measure_actively(cv, budget=10)
+    assert len(rows) <= 10 and len({r.input_id for r in rows}) == len(rows)
+    tuner.tune([cv], budget=10, early_stopping=EarlyStopping())
+    right = [cv.select(x) == ("lin" if x < 10 else "flat") for x in xs if abs(x - 10) > 2]
+    assert np.mean(right) >= 0.9
