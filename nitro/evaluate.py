@@ -18,10 +18,14 @@ from .metrics import fraction_of_optimum, random_fraction
 from .transfer.analysis import architecture_sensitivity, best_variant_histogram, device_cosine_similarity
 from .transfer.cvdfs import cv_dfs
 from .transfer.data import TransferData, stack_sources
+from .learn.kron import fraction_targets, rbf
+from .transfer.fewshot import corrected_expansion, pick_inputs
 from .transfer.fit import transfer_scores
 from .transfer.prepare import Prepared
 
-METHODS = ["random", "majority", "full_set_svm", "full_set", "cvdfs_frequency", "cvdfs", "trained_on_target"]
+METHODS = ["random", "majority", "full_set_svm", "full_set", "cvdfs_frequency", "cvdfs", "few_shot",
+           "trained_on_target"]
+FEW_SHOT_BUDGETS = (0.01, 0.02, 0.05)   # fractions of the training inputs measured on the target
 LABELS = {
     "random": "random (1,000 draws)",
     "majority": "majority of source models",
@@ -29,6 +33,7 @@ LABELS = {
     "full_set": "full set, Kronecker KRR",
     "cvdfs_frequency": "CV-DFS, k most frequent",
     "cvdfs": "CV-DFS, subset ensemble",
+    **{f"few_shot_{round(100 * b)}pct": f"few-shot, {100 * b:g}% of inputs on target" for b in FEW_SHOT_BUDGETS},
     "trained_on_target": "trained on target (SVM)",
 }
 
@@ -105,17 +110,28 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
             X, y, _ = stack_sources(data, sources, train, feats)
             est = SVMSelector(C_grid=(1.0,), gamma_grid=("scale",)).fit(X, y)
             pick["full_set_svm"] = est.predict(np.hstack([data.X[test_t], np.broadcast_to(data.D[t, feats], (len(test_t), len(feats)))]))
-        if {"full_set", "cvdfs", "cvdfs_frequency"} & set(methods):
+        if {"full_set", "cvdfs", "cvdfs_frequency", "few_shot"} & set(methods):
             prep = Prepared.build(data, sources, train, extra_devices=[t])
+            scores, beta, mu = transfer_scores(prep, t, [prep.features], inputs=test_t)
             if "full_set" in methods:
-                pick["full_set"] = transfer_scores(prep, t, [prep.features], inputs=test_t)[0].argmax(axis=1)
+                pick["full_set"] = scores.argmax(axis=1)
             for name, selection in (("cvdfs", "ensemble"), ("cvdfs_frequency", "frequency")):
-                if name in methods:
+                if name in methods or (name == "cvdfs" and "few_shot" in methods):
                     r = cv_dfs(prep, max_size=max_size, k=k, selection=selection, n_jobs=n_jobs, progress=progress)
                     cols = [[data.device_features.index(f) for f in s] for s in r.subsets]
-                    pick[name] = transfer_scores(prep, t, cols, inputs=test_t)[0].argmax(axis=1)
+                    scores, beta, mu = transfer_scores(prep, t, cols, inputs=test_t)
+                    if name in methods:
+                        pick[name] = scores.argmax(axis=1)
                     info[name] = {"features": r.features, "n_subsets": len(r.subsets), "seconds": r.seconds,
                                   "frequencies": r.frequencies}
+            if "few_shot" in methods:   # corrects the CV-DFS ensemble with target timings
+                for b in FEW_SHOT_BUDGETS:
+                    picks = prep.train[pick_inputs(prep.grid.X, max(1, round(b * len(prep.train))))]
+                    measured = data.times[t, picks]
+                    good = np.isfinite(measured).any(axis=1)
+                    C, W, _ = corrected_expansion(prep.grid.X, beta, mu, prep.grid.gamma_x, prep.X[picks[good]],
+                                                  fraction_targets(measured[good]))
+                    pick[f"few_shot_{round(100 * b)}pct"] = (rbf(prep.X[test_t], C, prep.grid.gamma_x) @ W + mu).argmax(axis=1)
         for name, choice in pick.items():
             res[name] = fraction_of_optimum(times, choice)
         return {k_: 100.0 * v for k_, v in res.items()}, info
@@ -129,7 +145,9 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
         t = data.device_index(o)
         if np.isfinite(data.times[t, test]).any():
             cross[o], details[o] = run_target(t, idx)
-    table = {name: [targets[d][name] for d in targets if name in targets[d]] for name in methods}
+    shown = [n for m_ in methods for n in ([f"few_shot_{round(100 * b)}pct" for b in FEW_SHOT_BUDGETS]
+                                           if m_ == "few_shot" else [m_])]
+    table = {name: [targets[d][name] for d in targets if name in targets[d]] for name in shown}
     analysis_inputs = np.sort(np.concatenate([train, test]))
     main_data = idx
     sub = TransferData(data.inputs, data.input_features, data.X, [data.devices[i] for i in main_data],
@@ -137,7 +155,7 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
     return {
         "variants": variants, "devices": main, "cross_kind_devices": others,
         "n_train": int(len(train)), "n_test": int(len(test)), "seed": seed,
-        "methods": {name: LABELS[name] for name in methods},
+        "methods": {name: LABELS[name] for name in shown},
         "targets": targets,
         "mean": {n: float(np.mean(v)) for n, v in table.items() if v},
         "min": {n: float(np.min(v)) for n, v in table.items() if v},

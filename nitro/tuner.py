@@ -173,21 +173,36 @@ class Autotuner:
             "learner": type(est).__name__, "params": {k: str(v) for k, v in getattr(est, "best_params_", {}).items()}})
 
     # -- cross-device tuning ----------------------------------------------------------------------
-    def tune_from_source(self, variants: Sequence[CodeVariant], **kwargs) -> list[SelectorModel]:
+    def tune_from_source(self, variants: Sequence[CodeVariant], target_budget: int | float | None = None,
+                         **kwargs) -> list[SelectorModel]:
         """Build each code variant's model for this (or ``target=``) device from the source
-        devices' data in the store, without measuring here (the paper's Listing 2). Keyword
-        arguments: ``sources``, ``target``, ``target_features``, ``profiling_based_dfs``,
-        ``search_based_dfs``, ``k``, ``max_subset_size``, ``selection``, ``n_jobs``
-        (see :func:`nitro.transfer.tune.tune_from_source`)."""
+        devices' data in the store (the paper's Listing 2). Keyword arguments: ``sources``,
+        ``target``, ``target_features``, ``profiling_based_dfs``, ``search_based_dfs``, ``k``,
+        ``max_subset_size``, ``selection``, ``n_jobs`` (see
+        :func:`nitro.transfer.tune.tune_from_source`). With ``target_budget`` (few-shot), that
+        many representative training inputs (set with :meth:`set_training_args`, same ids as
+        on the sources) are measured here and recorded for this device first."""
         from .transfer.tune import tune_from_source
         kwargs.setdefault("progress", self.progress)
         models = []
         for cv in variants:
             options = {"target": cv.device_id, "profiling_based_dfs": cv.profiling_based_dfs,
                        "search_based_dfs": cv.search_based_dfs, **kwargs}
+            if target_budget is not None:
+                options.update(target_budget=target_budget, measure_target=self._measure_ids(cv))
             cv.model = tune_from_source(self.store, cv.name, cv.variant_names, cv.feature_names, **options)
             models.append(cv.model)
         return models
+
+    def _measure_ids(self, cv: CodeVariant):
+        def measure(ids: list[str]) -> list[TrainingRow]:
+            where = {i: k for k, i in enumerate(self.training_ids)}
+            unknown = [i for i in ids if i not in where]
+            if unknown:
+                raise ValueError(f"{cv.name}: the target budget picked inputs {unknown[:3]} that are not among "
+                                 "this tuner's training inputs: set_training_args with the sources' inputs and ids")
+            return self.measure(cv, indices=[where[i] for i in ids])
+        return measure
 
     def load_model(self, cv: CodeVariant, device_id: str | None = None) -> SelectorModel:
         """Install the stored model of ``cv`` for ``device_id`` (this device by default)."""

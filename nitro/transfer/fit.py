@@ -28,11 +28,14 @@ def transfer_scores(prep: Prepared, target: int, subsets: list[list[int]], lam: 
 
 
 def export_model(prep: Prepared, beta: np.ndarray, mu: np.ndarray, input_features: list[str],
-                 provenance: dict) -> SelectorModel:
+                 provenance: dict, centers: np.ndarray | None = None) -> SelectorModel:
+    """The expansion ``rbf(x, centers) @ beta + mu`` (centres: the training inputs unless
+    given) as a plain-data kernel model."""
     data = prep.data
+    centers = prep.grid.X if centers is None else centers
     return SelectorModel(
         variants=list(data.variants), input_features=list(input_features), kind="kernel",
         params={"signed_log": True, "mean": prep.x_mean.tolist(), "scale": prep.x_scale.tolist(),
-                "gamma": float(prep.grid.gamma_x), "centers": prep.grid.X.tolist(),
+                "gamma": float(prep.grid.gamma_x), "centers": centers.tolist(),
                 "weights": beta.tolist(), "offset": mu.tolist()},
         provenance=provenance)

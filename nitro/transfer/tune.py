@@ -1,15 +1,21 @@
 """``tune_from_source``: a target device's model from the store's source-device data."""
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 import pandas as pd
 
 from .. import devices as devices_mod
 from ..dataset import Measurements
+from ..learn.kron import fraction_targets
+from ..measurement import TrainingRow
+from ..search import budget_count
 from ..model import SelectorModel
 from ..store import Store
 from .cvdfs import cv_dfs
 from .data import TransferData
+from .fewshot import corrected_expansion, pick_inputs
 from .fit import export_model, transfer_scores
 from .pdfs import profile_dfs
 from .prepare import Prepared
@@ -23,9 +29,15 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
                      target: str | None = None, target_features=None,
                      profiling_based_dfs: bool = False, search_based_dfs: bool = False,
                      k: int = 1, max_subset_size: int = 3, selection: str = "ensemble",
-                     n_jobs: int | None = None, progress: bool = True) -> SelectorModel:
+                     n_jobs: int | None = None, progress: bool = True, target_budget: int | float | None = None,
+                     measure_target: Callable[[list[str]], list[TrainingRow]] | None = None) -> SelectorModel:
     """Build (and store) computation ``name``'s model for ``target`` (default: this device)
-    from every source device's training rows and device features in ``store``."""
+    from every source device's training rows and device features in ``store``.
+
+    Few-shot: with ``target_budget`` (a count, or a fraction of the training inputs), that many
+    representative training inputs are timed on the target (rows already recorded for it are
+    reused; ``measure_target(input_ids)`` measures the rest) and correct the zero-shot model
+    (:mod:`nitro.transfer.fewshot`)."""
     meta = store.meta(name)
     if meta["variants"] != list(variants) or meta["features"] != list(features):
         raise ValueError(f"{name}: the store holds variants {meta['variants']} and features "
@@ -78,6 +90,32 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
     used = sorted({f for s in subsets for f in s})
     provenance.update(device_features=used, subsets=subsets,
                       target_features={f: float(data.D[t, data.device_features.index(f)]) for f in used})
-    model = export_model(prep, beta, mu, list(features), provenance)
+    centers = None
+    if target_budget is not None:
+        centers, beta, provenance["few_shot"] = _few_shot(store, name, prep, t, beta, mu, target_budget,
+                                                          measure_target)
+    model = export_model(prep, beta, mu, list(features), provenance, centers=centers)
     store.put_model(name, target, model.to_dict())
     return model
+
+
+def _few_shot(store, name, prep, t, beta, mu, budget, measure_target):
+    data = prep.data
+    picks = prep.train[pick_inputs(prep.grid.X, budget_count(budget, len(prep.train)))]
+    ids = [data.inputs[i] for i in picks]
+    target = data.devices[t]
+    recorded = {r.input_id: r for r in store.rows(name, target) if r.input_id in set(ids)}
+    todo = [i for i in ids if i not in recorded]
+    if todo:
+        if measure_target is None:
+            raise ValueError(f"{name}: a target budget needs the target's timings of {len(todo)} inputs: "
+                             "use Autotuner.tune_from_source, which measures them")
+        recorded.update({r.input_id: r for r in measure_target(todo)})
+    times = np.array([[np.nan if recorded[i].times.get(v) is None else recorded[i].times[v] for v in data.variants]
+                      for i in ids])
+    ok = np.isfinite(times).any(axis=1)
+    if not ok.any():
+        raise ValueError(f"{name}: no variant ran on the target for the {len(ids)} chosen inputs")
+    centers, weights, lam = corrected_expansion(prep.grid.X, beta, mu, prep.grid.gamma_x,
+                                                prep.X[picks[ok]], fraction_targets(times[ok]))
+    return centers, weights, {"inputs": [i for i, good in zip(ids, ok) if good], "lambda": lam}
