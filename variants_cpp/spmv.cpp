@@ -10,8 +10,13 @@ namespace {
 
 // Rows handled together by the ELL and DIA kernels: their partial sums stay in L1.
 constexpr std::int64_t kRowBlock = 256;
-// Merge-path work items (rows + nonzeros) below which adding a thread does not pay.
-constexpr std::int64_t kMergeGrain = 4096;
+// Work items (rows + stored entries) per thread below which another thread does not pay:
+// every variant engages at most work / kGrain threads, so tiny matrices run on one.
+constexpr std::int64_t kGrain = 4096;
+
+int threads_for(std::int64_t work) {
+  return static_cast<int>(std::clamp<std::int64_t>(work / kGrain, 1, omp_get_max_threads()));
+}
 
 inline double row_dot(const std::int32_t* indices, const double* data, const double* x,
                       std::int64_t begin, std::int64_t end) {
@@ -42,7 +47,7 @@ void merge_path_search(std::int64_t diagonal, const std::int32_t* row_ends, std:
 
 void spmv_csr_scalar(std::int32_t n_rows, const std::int32_t* indptr, const std::int32_t* indices,
                      const double* data, const double* x, double* y) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(threads_for(n_rows + indptr[n_rows]))
   for (std::int32_t i = 0; i < n_rows; ++i) {
     double sum = 0.0;
     for (std::int32_t k = indptr[i]; k < indptr[i + 1]; ++k) sum += data[k] * x[indices[k]];
@@ -54,8 +59,7 @@ void spmv_csr_vector(std::int32_t n_rows, const std::int32_t* indptr, const std:
                      const double* data, const double* x, double* y) {
   const std::int64_t nnz = indptr[n_rows];
   const std::int64_t total = static_cast<std::int64_t>(n_rows) + nnz;
-  const int nthreads = static_cast<int>(
-      std::clamp<std::int64_t>(total / kMergeGrain, 1, omp_get_max_threads()));
+  const int nthreads = threads_for(total);
   // The row each thread leaves unfinished and its partial sum, added after all threads end.
   std::vector<std::int64_t> carry_row(nthreads, n_rows);
   std::vector<double> carry_sum(nthreads, 0.0);
@@ -80,7 +84,7 @@ void spmv_csr_vector(std::int32_t n_rows, const std::int32_t* indptr, const std:
 void spmv_ell(std::int32_t n_rows, std::int32_t width, const std::int32_t* indices,
               const double* data, const double* x, double* y) {
   const std::int64_t n = n_rows;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(threads_for(n * (width + 1)))
   for (std::int64_t b = 0; b < n; b += kRowBlock) {
     const std::int64_t end = std::min(n, b + kRowBlock);
     double acc[kRowBlock] = {};
@@ -100,7 +104,7 @@ void spmv_ell(std::int32_t n_rows, std::int32_t width, const std::int32_t* indic
 void spmv_dia(std::int32_t n_rows, std::int32_t n_cols, std::int32_t n_diags,
               const std::int32_t* offsets, const double* data, const double* x, double* y) {
   const std::int64_t n = n_rows;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(threads_for(n * (n_diags + 1)))
   for (std::int64_t b = 0; b < n; b += kRowBlock) {
     const std::int64_t end = std::min(n, b + kRowBlock);
     double acc[kRowBlock] = {};
@@ -118,7 +122,7 @@ void spmv_dia(std::int32_t n_rows, std::int32_t n_cols, std::int32_t n_diags,
 
 void spmv_coo(std::int32_t n_rows, std::int64_t nnz, const std::int32_t* rows,
               const std::int32_t* cols, const double* data, const double* x, double* y) {
-#pragma omp parallel
+#pragma omp parallel num_threads(threads_for(n_rows + nnz))
   {
 #pragma omp for schedule(static)
     for (std::int32_t i = 0; i < n_rows; ++i) y[i] = 0.0;

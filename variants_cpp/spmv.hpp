@@ -17,7 +17,8 @@
 
 namespace nitro {
 
-// CPU variants (OpenMP).
+// CPU variants (OpenMP). Each engages at most one thread per 4096 work items (rows plus
+// stored entries), so that tiny matrices do not pay for waking threads.
 
 // A row per iteration, static schedule: best for short, even rows.
 void spmv_csr_scalar(std::int32_t n_rows, const std::int32_t* indptr, const std::int32_t* indices,
