@@ -2,9 +2,12 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <string>
+
 #include "cpu_microbench.hpp"
 #include "cpu_proxies.hpp"
 #include "histogram.hpp"
+#include "spmv.hpp"
 
 namespace py = pybind11;
 
@@ -25,6 +28,90 @@ py::array_t<std::uint64_t> histogram(const U8Array& data) {
   }
   return bins;
 }
+
+// ---- spmv ----
+using I32Array = py::array_t<std::int32_t, py::array::c_style>;
+using F64Array = py::array_t<double, py::array::c_style>;
+using CsrFn = void (*)(std::int32_t, const std::int32_t*, const std::int32_t*, const double*,
+                       const double*, double*);
+
+void require(bool ok, const std::string& message) {
+  if (!ok) throw py::value_error("spmv: " + message);
+}
+
+std::int32_t checked_rows(py::ssize_t n) {
+  require(n >= 0 && n < (py::ssize_t{1} << 31), "more rows than int32 indices can address");
+  return static_cast<std::int32_t>(n);
+}
+
+template <CsrFn fn>
+F64Array spmv_csr(const I32Array& indptr, const I32Array& indices, const F64Array& data,
+                  const F64Array& x) {
+  require(indptr.ndim() == 1 && indptr.size() >= 1, "indptr needs n_rows + 1 entries");
+  require(indices.size() == data.size(), "indices and data differ in length");
+  require(indptr.data()[0] == 0 && indptr.data()[indptr.size() - 1] == data.size(),
+          "indptr must start at 0 and end at the number of nonzeros");
+  const std::int32_t n_rows = checked_rows(indptr.size() - 1);
+  F64Array y(n_rows);
+  const std::int32_t *p = indptr.data(), *c = indices.data();
+  const double *v = data.data(), *xv = x.data();
+  double* out = y.mutable_data();
+  {
+    py::gil_scoped_release release;
+    fn(n_rows, p, c, v, xv, out);
+  }
+  return y;
+}
+
+F64Array spmv_ell(const I32Array& indices, const F64Array& data, const F64Array& x) {
+  require(indices.ndim() == 2 && data.ndim() == 2 && indices.shape(0) == data.shape(0) &&
+              indices.shape(1) == data.shape(1),
+          "ELL indices and data must both have shape (width, n_rows)");
+  const std::int32_t width = checked_rows(indices.shape(0)), n_rows = checked_rows(indices.shape(1));
+  F64Array y(n_rows);
+  const std::int32_t* c = indices.data();
+  const double *v = data.data(), *xv = x.data();
+  double* out = y.mutable_data();
+  {
+    py::gil_scoped_release release;
+    nitro::spmv_ell(n_rows, width, c, v, xv, out);
+  }
+  return y;
+}
+
+F64Array spmv_dia(const I32Array& offsets, const F64Array& data, const F64Array& x) {
+  require(offsets.ndim() == 1 && data.ndim() == 2 && data.shape(0) == offsets.size(),
+          "DIA data must have shape (len(offsets), n_rows)");
+  const std::int32_t n_diags = checked_rows(offsets.size()), n_rows = checked_rows(data.shape(1));
+  const std::int32_t n_cols = checked_rows(x.size());
+  F64Array y(n_rows);
+  const std::int32_t* o = offsets.data();
+  const double *v = data.data(), *xv = x.data();
+  double* out = y.mutable_data();
+  {
+    py::gil_scoped_release release;
+    nitro::spmv_dia(n_rows, n_cols, n_diags, o, v, xv, out);
+  }
+  return y;
+}
+
+F64Array spmv_coo(py::ssize_t n_rows_in, const I32Array& rows, const I32Array& cols,
+                  const F64Array& data, const F64Array& x) {
+  require(rows.size() == cols.size() && cols.size() == data.size(),
+          "COO rows, cols and data differ in length");
+  const std::int32_t n_rows = checked_rows(n_rows_in);
+  F64Array y(n_rows);
+  const std::int64_t nnz = data.size();
+  const std::int32_t *r = rows.data(), *c = cols.data();
+  const double *v = data.data(), *xv = x.data();
+  double* out = y.mutable_data();
+  {
+    py::gil_scoped_release release;
+    nitro::spmv_coo(n_rows, nnz, r, c, v, xv, out);
+  }
+  return y;
+}
+// ---- end spmv ----
 
 }  // namespace
 
@@ -60,6 +147,32 @@ PYBIND11_MODULE(_variants, m) {
       .value("SP_GFLOP", Kind::SpFlop).value("DP_GFLOP", Kind::DpFlop).value("ATOMIC", Kind::Atomic)
       .value("MEM_BW", Kind::MemBw).value("SH_MEM_BW", Kind::ShMemBw);
   px.def("run", &nitro::proxies::run, py::arg("kind"), py::arg("phi"), py::arg("n"), released);
+  // ---- spmv ----
+  py::module_ sp = m.def_submodule(
+      "spmv", "y = A x in double precision by storage format (int32 indices; columns must be < len(x))");
+  sp.def("csr_scalar", &spmv_csr<nitro::spmv_csr_scalar>, py::arg("indptr").noconvert(),
+         py::arg("indices").noconvert(), py::arg("data").noconvert(), py::arg("x").noconvert());
+  sp.def("csr_vector", &spmv_csr<nitro::spmv_csr_vector>, py::arg("indptr").noconvert(),
+         py::arg("indices").noconvert(), py::arg("data").noconvert(), py::arg("x").noconvert());
+  sp.def("ell", &spmv_ell, py::arg("indices").noconvert(), py::arg("data").noconvert(),
+         py::arg("x").noconvert());
+  sp.def("dia", &spmv_dia, py::arg("offsets").noconvert(), py::arg("data").noconvert(),
+         py::arg("x").noconvert());
+  sp.def("coo", &spmv_coo, py::arg("n_rows"), py::arg("rows").noconvert(), py::arg("cols").noconvert(),
+         py::arg("data").noconvert(), py::arg("x").noconvert());
+#ifdef NITRO_WITH_CUDA
+  py::module_ spc = m.def_submodule(
+      "spmv_cuda", "CUDA y = A x; arguments are device pointers (ints) and sizes; waits for the kernel");
+  spc.def("csr_scalar", &nitro::gpu::spmv_csr_scalar, py::arg("n_rows"), py::arg("indptr"),
+          py::arg("indices"), py::arg("data"), py::arg("x"), py::arg("y"), released);
+  spc.def("csr_vector", &nitro::gpu::spmv_csr_vector, py::arg("n_rows"), py::arg("indptr"),
+          py::arg("indices"), py::arg("data"), py::arg("x"), py::arg("y"), released);
+  spc.def("ell", &nitro::gpu::spmv_ell, py::arg("n_rows"), py::arg("width"), py::arg("indices"),
+          py::arg("data"), py::arg("x"), py::arg("y"), released);
+  spc.def("dia", &nitro::gpu::spmv_dia, py::arg("n_rows"), py::arg("n_cols"), py::arg("n_diags"),
+          py::arg("offsets"), py::arg("data"), py::arg("x"), py::arg("y"), released);
+#endif
+  // ---- end spmv ----
 #ifdef NITRO_WITH_CUDA
   m.attr("HAVE_CUDA") = true;
 #else

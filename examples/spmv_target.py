@@ -1,0 +1,23 @@
+"""Listing 2 of the paper for SpMV: build the selector for this machine from the source
+machines' data in the store, without measuring any training input here.
+
+    NITRO_STORE=redis://store-host:6379/0 python examples/spmv_target.py
+"""
+import numpy as np
+import scipy.sparse as sp
+
+from nitro import autotuner
+from nitro.benchmarks import spmv
+
+spmv_cv = spmv.make_code_variant("spmv")
+spmv_cv.profiling_based_dfs = False       # True once variant and proxy profiles are recorded
+spmv_cv.search_based_dfs = True           # CV-DFS (needs three or more source devices)
+
+tuner = autotuner("spmv")
+[model] = tuner.tune_from_source([spmv_cv])
+print("sources:", ", ".join(model.provenance["sources"]))
+print("device features:", ", ".join(model.provenance["device_features"]))
+
+A = spmv.SpmvMatrix(sp.random(20_000, 20_000, density=5e-4, random_state=0, format="csr"))
+x = np.ones(A.shape[1])
+print(A, "dispatching to", spmv_cv.select(A, x))
