@@ -1,0 +1,37 @@
+"""pycuda access shared by nitro's GPU code: why CUDA cannot be used here, and one context.
+
+Nothing here imports pycuda at module import, so nitro imports on machines with no GPU,
+no driver and no pycuda; the GPU code asks :func:`unavailable` first and reports the reason.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+
+@lru_cache(maxsize=1)
+def unavailable() -> str | None:
+    """``None`` when pycuda can drive at least one CUDA GPU here, else the reason why not."""
+    try:
+        import pycuda.driver as drv
+    except ImportError as exc:
+        return f"pycuda is not installed ({exc}); install the extra: pip install 'nitro[gpu]'"
+    except Exception as exc:  # pycuda present but its compiled part cannot load (no libcuda)
+        return f"pycuda cannot load the CUDA driver library: {exc}"
+    try:
+        drv.init()
+        count = drv.Device.count()
+    except Exception as exc:
+        return f"no usable CUDA driver: {exc}"
+    return None if count > 0 else "the CUDA driver reports no GPU"
+
+
+def context():
+    """Make a CUDA context current on the first GPU (``$CUDA_DEVICE`` picks another) and
+    return the ``pycuda.driver`` module; raises ``RuntimeError`` with the reason when CUDA is
+    unavailable. The context lives until the interpreter exits (``pycuda.autoinit``)."""
+    reason = unavailable()
+    if reason:
+        raise RuntimeError(f"CUDA is not available: {reason}")
+    import pycuda.autoinit  # noqa: F401  (creates the context, pops it at exit)
+    import pycuda.driver as drv
+    return drv
