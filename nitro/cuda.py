@@ -5,6 +5,7 @@ no driver and no pycuda; the GPU code asks :func:`unavailable` first and reports
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from functools import lru_cache
 
 
@@ -35,3 +36,24 @@ def context():
     import pycuda.autoinit  # noqa: F401  (creates the context, pops it at exit)
     import pycuda.driver as drv
     return drv
+
+
+_primary: dict = {}
+
+
+@contextmanager
+def on_device(index: int = 0):
+    """Run a block in the primary CUDA context of GPU ``index`` (pushed, then popped; kept
+    retained for the process's life so that modules and memory made in it stay valid);
+    yields ``pycuda.driver``. Raises ``RuntimeError`` with the reason when CUDA is unavailable."""
+    reason = unavailable()
+    if reason:
+        raise RuntimeError(f"CUDA is not available: {reason}")
+    import pycuda.driver as drv
+    if index not in _primary:
+        _primary[index] = drv.Device(index).retain_primary_context()
+    _primary[index].push()
+    try:
+        yield drv
+    finally:
+        drv.Context.pop()
