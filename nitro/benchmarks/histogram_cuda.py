@@ -118,7 +118,13 @@ FEATURES = {"N": n, "N_per_bin": n_per_bin, "subsample_std": subsample_std}
 
 
 def make_code_variant(name: str = "histogram_cuda") -> CodeVariant:
-    return code_variant(name, VARIANTS, FEATURES, default="shared_atomic_even", reference=reference, check=check)
+    """The family's code variant; on a machine with a usable GPU its ``device_id`` is that
+    GPU's id, so training rows are recorded under the GPU (not the CPU)."""
+    cv = code_variant(name, VARIANTS, FEATURES, default="shared_atomic_even", reference=reference, check=check)
+    if unavailable() is None:
+        from ..devices.gpu import gpu_device_id
+        cv.device_id = gpu_device_id(cuda.context().Context.get_device().name())
+    return cv
 
 
 def to_device(images) -> list:

@@ -1,7 +1,7 @@
 """Describing devices by features (query, datasheet, microbenchmark), with stable ids."""
 from .cpu import cpu_device_id, describe_cpu
 
-__all__ = ["cpu_device_id", "describe_cpu", "describe", "describe_all", "current_device_id", "feature_values"]
+__all__ = ["cpu_device_id", "describe_cpu", "describe", "describe_all", "local_record", "current_device_id", "feature_values"]
 
 
 def current_device_id() -> str:
@@ -41,6 +41,13 @@ def describe(device: str = "cpu", measure: bool = True) -> dict:
         return record
     raise ValueError(f"unknown local device {device!r}; known: 'cpu' ({cpu_device_id()}), 'gpu', 'gpu:N' "
                      "or a local GPU's id")
+
+
+def local_record(device_id: str, measure: bool = True) -> dict:
+    """Record of the device that measurements labelled ``device_id`` ran on: the local GPU
+    with that id, else this CPU (ids of CPU measurements are free labels)."""
+    index = None if device_id.startswith("cpu") else _gpu_index(device_id)
+    return describe(f"gpu:{index}", measure) if index is not None else describe("cpu", measure)
 
 
 def describe_all(measure: bool = True) -> dict[str, dict]:

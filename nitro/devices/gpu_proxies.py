@@ -44,13 +44,15 @@ _FILLER = "k = k * k + {c}u;"   # one integer multiply-add; nonlinear, so never 
 _MARKER = {"SP-GFLOP": "fmaf(", "DP-GFLOP": "= fma(", "ATOMIC": "atomicAdd(", "MEM-BW": "big[",
            "SH-MEM-BW": "x += tile[", "filler": "k = k * k +"}
 
+_TILE = r"""    __shared__ float tile[{shared}];
+    for (int t = threadIdx.x; t < {shared}; t += blockDim.x) tile[t] = (float)t;
+    __syncthreads();
+"""
+
 _TEMPLATE = r"""
 __global__ void proxy(float* out, unsigned int* bins, const float* big, unsigned long long n)
 {{
-    __shared__ float tile[{shared}];
-    for (int t = threadIdx.x; t < {shared}; t += blockDim.x) tile[t] = (float)t;
-    __syncthreads();
-    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+{tile}    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
     for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {{
         {real} x = ({real})(i & 1023u) * ({real})1e-3;
         unsigned int k = (unsigned int)i;
@@ -77,7 +79,8 @@ def source(kind: str, phi: int) -> str:
         lines.append(" " * 8 + op.format(k=k, c=2 * k + 1, slots=SLOTS * GROUPS, line=LINE_FLOATS,
                                          mask=MEM_SPAN - 1, smask=SHARED_FLOATS - 1))
     real = "double" if kind == "DP-GFLOP" else "float"
-    return _TEMPLATE.format(body="\n".join(lines), shared=SHARED_FLOATS, real=real)
+    tile = _TILE.format(shared=SHARED_FLOATS) if kind == "SH-MEM-BW" and phi else ""  # only then is it read
+    return _TEMPLATE.format(body="\n".join(lines), tile=tile, real=real)
 
 
 def op_counts(src: str) -> dict[str, int]:
