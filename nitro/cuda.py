@@ -27,13 +27,14 @@ def unavailable() -> str | None:
 
 
 def context():
-    """Make a CUDA context current on the first GPU (``$CUDA_DEVICE`` picks another) and
-    return the ``pycuda.driver`` module; raises ``RuntimeError`` with the reason when CUDA is
-    unavailable. The context lives until the interpreter exits (``pycuda.autoinit``)."""
+    """Make the primary CUDA context of the first GPU (``$CUDA_DEVICE`` picks another) current
+    and return the ``pycuda.driver`` module; raises ``RuntimeError`` with the reason when CUDA
+    is unavailable. The primary context is the one the CUDA runtime uses, so nitro's compiled
+    CUDA variants and pycuda share it; it stays current until the interpreter exits."""
     reason = unavailable()
     if reason:
         raise RuntimeError(f"CUDA is not available: {reason}")
-    import pycuda.autoinit  # noqa: F401  (creates the context, pops it at exit)
+    import pycuda.autoprimaryctx  # noqa: F401  (retains and pushes the primary context once)
     import pycuda.driver as drv
     return drv
 
@@ -50,6 +51,10 @@ def on_device(index: int = 0):
     if reason:
         raise RuntimeError(f"CUDA is not available: {reason}")
     import pycuda.driver as drv
+    current = drv.Context.get_current()
+    if current is not None and current.get_device().pci_bus_id() == drv.Device(index).pci_bus_id():
+        yield drv  # already on that GPU (e.g. after context())
+        return
     if index not in _primary:
         _primary[index] = drv.Device(index).retain_primary_context()
     _primary[index].push()

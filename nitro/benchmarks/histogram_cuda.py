@@ -47,13 +47,18 @@ def _as_device_u8(data):
     return data
 
 
+def _pointer(array) -> int:
+    """Device address of a GPUArray (0 for an empty one, which pycuda allocates nothing for)."""
+    return int(array.gpudata) if array.size else 0
+
+
 def _wrap(name):
     def variant(data):
         launch = getattr(_launchers(), name)
         from pycuda import gpuarray
         data = _as_device_u8(data)
         bins = gpuarray.empty(BINS, dtype=np.uint64)
-        launch(int(data.gpudata), int(data.size), int(bins.gpudata), 0)
+        launch(_pointer(data), int(data.size), _pointer(bins), 0)
         cuda.context().Context.synchronize()
         return bins
     variant.__name__ = name
@@ -104,7 +109,7 @@ def subsample_std(data, samples: int = 1024) -> float:
     picked = np.empty((size + step - 1) // step, dtype=np.uint8)
     drv = cuda.context()
     copy = drv.Memcpy2D()
-    copy.set_src_device(int(data.gpudata))
+    copy.set_src_device(_pointer(data))
     copy.src_pitch = step
     copy.set_dst_host(picked)
     copy.dst_pitch = 1
@@ -131,7 +136,8 @@ def to_device(images) -> list:
     """Upload host images as flat uint8 GPUArrays."""
     cuda.context()
     from pycuda import gpuarray
-    return [gpuarray.to_gpu(np.ascontiguousarray(img, dtype=np.uint8).reshape(-1)) for img in images]
+    flat = [np.ascontiguousarray(img, dtype=np.uint8).reshape(-1) for img in images]
+    return [gpuarray.to_gpu(a) if a.size else gpuarray.empty(0, np.uint8) for a in flat]
 
 
 def train_test_inputs(n_train: int = 48, n_test: int = 48, seed: int = 0):

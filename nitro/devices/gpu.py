@@ -200,8 +200,11 @@ def derive(record: dict) -> dict:
     cc = value("compute_capability")
     cap = None if cc is None else (int(cc), int(round(10 * (cc - int(cc)))))
     per_sm = None if cap is None else cuda_cores_per_sm(*cap)
-    sms, clock = value("multiprocessors"), value("clock_mhz")
-    mem_clock, width = value("mem_clock_mhz"), value("mem_bus_width_bits")
+    sms, width = value("multiprocessors"), value("mem_bus_width_bits")
+    # NVML's maximum clocks stand in where the CUDA driver no longer reports clock rates
+    clock_name = "clock_mhz" if value("clock_mhz") is not None else "nvml_max_sm_clock_mhz"
+    mem_clock_name = "mem_clock_mhz" if value("mem_clock_mhz") is not None else "nvml_max_mem_clock_mhz"
+    clock, mem_clock = value(clock_name), value(mem_clock_name)
 
     def need(*names):
         gone = [n for n in names if value(n) is None]
@@ -214,16 +217,16 @@ def derive(record: dict) -> dict:
     out["cores"] = _feature(cores, "cores", "derived",
                             missing=need("multiprocessors", "compute_capability") or "cores per SM unknown")
     sp = 2 * cores * clock / 1000 if cores is not None and clock is not None else None
-    out["peak_gflops_sp"] = _feature(sp, "GFLOP/s", "derived", missing=need("clock_mhz") or "CUDA cores unknown")
+    out["peak_gflops_sp"] = _feature(sp, "GFLOP/s", "derived", missing=need(clock_name) or "CUDA cores unknown")
     ratio = DP_RATIO.get(cap) if cap else None
     dp = sp * ratio if sp is not None and ratio is not None else None
     out["peak_gflops_dp"] = _feature(dp, "GFLOP/s", "derived",
                                      missing="peak_gflops_sp unknown" if sp is None else f"FP64 ratio of compute capability {cc} unknown")
     gbps = 2 * mem_clock * width / 8 / 1000 if mem_clock is not None and width is not None else None
-    out["peak_gbps"] = _feature(gbps, "GB/s", "derived", missing=need("mem_clock_mhz", "mem_bus_width_bits"))
+    out["peak_gbps"] = _feature(gbps, "GB/s", "derived", missing=need(mem_clock_name, "mem_bus_width_bits"))
     formulas = {"cuda_cores_per_sm": "table of compute capability", "cores": "multiprocessors x cuda_cores_per_sm",
-                "peak_gflops_sp": "2 x cores x clock_mhz", "peak_gflops_dp": "peak_gflops_sp x FP64:FP32 ratio",
-                "peak_gbps": "2 x mem_clock_mhz x mem_bus_width_bits / 8"}
+                "peak_gflops_sp": f"2 x cores x {clock_name}", "peak_gflops_dp": "peak_gflops_sp x FP64:FP32 ratio",
+                "peak_gbps": f"2 x {mem_clock_name} x mem_bus_width_bits / 8"}
     for name, rec in out.items():
         rec["from"] = formulas[name]
     return out
