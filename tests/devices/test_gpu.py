@@ -62,9 +62,9 @@ def test_underived_figures_say_what_they_lack():
 # -- without a GPU: fast, with the reason ------------------------------------------------------
 @pytest.mark.skipif(REASON is None, reason="a CUDA GPU is usable here")
 def test_without_a_gpu_the_listing_says_why():
-    assert gpu.list_gpus() == [] or gpu.unavailable() is None  # NVML may still list GPUs
     if gpu.list_gpus():
         pytest.skip("NVML lists a GPU although pycuda cannot drive it")
+    assert "pycuda" in gpu.unavailable()
     records = devices.describe_all(measure=False)
     assert devices.current_device_id() in records
     missing = records["gpu"]["gpu_count"]
@@ -74,6 +74,10 @@ def test_without_a_gpu_the_listing_says_why():
     assert all(r["value"] is None and "pycuda" in r["missing"] for r in out.values())
     with pytest.raises(RuntimeError, match="not available"):
         gpu_proxies.run("SP-GFLOP", 2, 10)
+
+
+def test_measurements_labelled_by_a_free_id_are_described_by_this_cpu():
+    assert devices.local_record("test_cpu", measure=False).keys() == devices.describe_cpu().keys()
 
 
 def test_cli_lists_the_cpu_and_the_gpus():
@@ -219,4 +223,4 @@ def test_ncu_profile_of_proxies_tracks_intensity():
             pytest.skip(result["missing"])
         [kernel] = result["kernels"]
         fp32.append(kernel["metrics"]["inst_fp_32"])
-    assert fp32[1] > 2 * fp32[0]
+    assert fp32[1] > 1.5 * fp32[0]
