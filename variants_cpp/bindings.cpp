@@ -67,16 +67,16 @@ PYBIND11_MODULE(_variants, m) {
     hc.attr("BINS") = nitro::cuda::kHistogramBins;
     hc.attr("MAX_ITEMS") = nitro::cuda::kMaxItems;
     namespace nc = nitro::cuda;
-    const auto args = [](py::module_& mod, const char* name, auto fn) {
+    const auto bind = [](py::module_& mod, const char* name, auto fn) {
       mod.def(name, fn, py::arg("data"), py::arg("n"), py::arg("bins"), py::arg("stream") = 0,
               py::call_guard<py::gil_scoped_release>());
     };
-    args(hc, "sort_even", &nc::histogram_sort_even);
-    args(hc, "sort_dynamic", &nc::histogram_sort_dynamic);
-    args(hc, "global_atomic_even", &nc::histogram_global_atomic_even);
-    args(hc, "global_atomic_dynamic", &nc::histogram_global_atomic_dynamic);
-    args(hc, "shared_atomic_even", &nc::histogram_shared_atomic_even);
-    args(hc, "shared_atomic_dynamic", &nc::histogram_shared_atomic_dynamic);
+    bind(hc, "sort_even", &nc::histogram_sort_even);
+    bind(hc, "sort_dynamic", &nc::histogram_sort_dynamic);
+    bind(hc, "global_atomic_even", &nc::histogram_global_atomic_even);
+    bind(hc, "global_atomic_dynamic", &nc::histogram_global_atomic_dynamic);
+    bind(hc, "shared_atomic_even", &nc::histogram_shared_atomic_even);
+    bind(hc, "shared_atomic_dynamic", &nc::histogram_shared_atomic_dynamic);
   }
   // ---- end histogram_cuda ----
   m.attr("HAVE_CUDA") = true;

@@ -101,13 +101,20 @@ def measure_gpu(index: int = 0, **kwargs) -> dict:
     ``index``; every feature is missing with the reason when CUDA cannot be used here.
     ``kwargs`` go to :func:`run_until_stable` (``max_spread``, ``budget_s``...)."""
     from .. import cuda
-    reason = cuda.unavailable()
-    if reason:
+
+    def all_missing(reason):
         return {name: {"value": None, "unit": unit, "source": "microbench", "missing": reason}
                 for name, (_, _, unit) in BENCHMARKS.items()}
+
+    reason = cuda.unavailable()
+    if reason:
+        return all_missing(reason)
     out = {}
     with cuda.on_device(index) as drv:
-        bench = _Bench(drv)
+        try:
+            bench = _Bench(drv)
+        except Exception as exc:  # e.g. no nvcc on PATH for pycuda's run-time compilation
+            return all_missing(f"cannot compile the CUDA microbenchmarks: {type(exc).__name__}: {exc}")
         try:
             for name, (kernel, spread, unit) in BENCHMARKS.items():
                 iters = bench.calibrated_iters(kernel, spread)
