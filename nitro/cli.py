@@ -100,13 +100,14 @@ def cmd_tune_from_source(args):
 
 def cmd_devices(args):
     from . import devices
-    device_id = devices.current_device_id()
-    record = devices.describe(measure=not args.no_measure)
-    lines = [f"{device_id}:"]
-    for name, rec in record.items():
-        value = "missing: " + rec["missing"] if rec.get("value") is None else f"{rec['value']:.4g} {rec['unit']}"
-        lines.append(f"  {name:<22}{value:<40}[{rec['source']}]")
-    _emit(args, {device_id: record}, "\n".join(lines))
+    records = devices.describe_all(measure=not args.no_measure)
+    lines = []
+    for device_id, record in records.items():
+        lines.append(f"{device_id}:")
+        for name, rec in record.items():
+            value = "missing: " + rec["missing"] if rec.get("value") is None else f"{rec['value']:.4g} {rec['unit']}"
+            lines.append(f"  {name:<24}{value:<40}[{rec['source']}]")
+    _emit(args, records, "\n".join(lines))
 
 
 def _split(text):
@@ -165,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n-jobs", type=int, default=None)
     p.set_defaults(func=cmd_tune_from_source)
 
-    p = sub.add_parser("devices", parents=[common], help="this machine's devices and their features")
+    p = sub.add_parser("devices", parents=[common], help="this machine's CPU and NVIDIA GPUs and their features")
     p.add_argument("--no-measure", action="store_true", help="skip the microbenchmarks")
     p.set_defaults(func=cmd_devices)
 

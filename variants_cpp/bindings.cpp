@@ -8,6 +8,9 @@
 #include "cpu_proxies.hpp"
 #include "histogram.hpp"
 #include "spmv.hpp"
+#ifdef NITRO_WITH_CUDA
+#include "histogram_cuda.hpp"
+#endif
 
 namespace py = pybind11;
 
@@ -174,6 +177,25 @@ PYBIND11_MODULE(_variants, m) {
 #endif
   // ---- end spmv ----
 #ifdef NITRO_WITH_CUDA
+  // ---- histogram_cuda ----
+  {
+    py::module_ hc = m.def_submodule(
+        "histogram_cuda", "256-bin histograms on an NVIDIA GPU: fn(data_ptr, n, bins_ptr, stream=0), device pointers");
+    hc.attr("BINS") = nitro::cuda::kHistogramBins;
+    hc.attr("MAX_ITEMS") = nitro::cuda::kMaxItems;
+    namespace nc = nitro::cuda;
+    const auto bind = [](py::module_& mod, const char* name, auto fn) {
+      mod.def(name, fn, py::arg("data"), py::arg("n"), py::arg("bins"), py::arg("stream") = 0,
+              py::call_guard<py::gil_scoped_release>());
+    };
+    bind(hc, "sort_even", &nc::histogram_sort_even);
+    bind(hc, "sort_dynamic", &nc::histogram_sort_dynamic);
+    bind(hc, "global_atomic_even", &nc::histogram_global_atomic_even);
+    bind(hc, "global_atomic_dynamic", &nc::histogram_global_atomic_dynamic);
+    bind(hc, "shared_atomic_even", &nc::histogram_shared_atomic_even);
+    bind(hc, "shared_atomic_dynamic", &nc::histogram_shared_atomic_dynamic);
+  }
+  // ---- end histogram_cuda ----
   m.attr("HAVE_CUDA") = true;
 #else
   m.attr("HAVE_CUDA") = false;

@@ -17,10 +17,13 @@ Every family module ``nitro.benchmarks.<family>`` offers the same names, so that
 import importlib
 
 FAMILIES = ["histogram", "spmv"]
+# Families whose variants run on an NVIDIA GPU (pycuda GPUArray arguments); each offers
+# ``unavailable() -> str | None`` saying why it cannot run here.
+GPU_FAMILIES = ["histogram_cuda"]
 
 
 def load(family: str):
     """The module of one benchmark family, by name."""
-    if family not in FAMILIES:
-        raise ValueError(f"unknown benchmark family {family!r}; known: {', '.join(FAMILIES)}")
+    if family not in FAMILIES + GPU_FAMILIES:
+        raise ValueError(f"unknown benchmark family {family!r}; known: {', '.join(FAMILIES + GPU_FAMILIES)}")
     return importlib.import_module(f"{__name__}.{family}")
