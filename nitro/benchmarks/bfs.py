@@ -149,7 +149,7 @@ FEATURES = {"vertices": n_vertices, "edges": n_edges, "avg_out_deg": avg_out_deg
 
 
 def make_code_variant(name: str = "bfs") -> CodeVariant:
-    return code_variant(name, VARIANTS, FEATURES, default="expand_contract_fused", reference=reference)
+    return code_variant(name, VARIANTS, FEATURES, default="expand_contract_iterative", reference=reference)
 
 
 # -- generated graphs ------------------------------------------------------------------------------
