@@ -25,7 +25,7 @@ VARIANT_NAMES = ["serial_queue",
                  "contract_expand_fused", "contract_expand_iterative",
                  "two_phase_fused", "two_phase_iterative"]
 KINDS = ["grid", "rmat", "random_regular", "road"]
-MIN_VERTICES, MAX_VERTICES = 1 << 8, 1 << 16
+MIN_VERTICES, MAX_VERTICES = 1 << 8, 1 << 17
 
 
 # -- graphs ----------------------------------------------------------------------------------
