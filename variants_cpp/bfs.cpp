@@ -100,6 +100,8 @@ inline void exchange(SharedQueue& a, SharedQueue& b) {
 }
 
 // -- the three algorithms: passes over a frontier, run by every thread of a team -----------------
+// Allocation happens in the constructor (outside parallel regions, so that std::bad_alloc reaches
+// Python); start(source) seeds the frontier once depth[] is all -1.
 // step(pass, level, local) processes this thread's share of the pass with an orphaned `omp for`;
 // advance(pass) runs on one thread after all threads finished the pass and says whether to go on;
 // work(pass) is the number of items the pass will process.
@@ -111,8 +113,8 @@ struct ExpandContract {
   std::int32_t* depth;
   SharedQueue cur, next;
 
-  ExpandContract(const Csr<Index>& graph, std::int32_t* d, std::int32_t source)
-      : g(graph), depth(d), cur(graph.n), next(graph.n) {
+  ExpandContract(const Csr<Index>& graph, std::int32_t* d) : g(graph), depth(d), cur(graph.n), next(graph.n) {}
+  void start(std::int32_t source) {
     depth[source] = 0;
     cur.items[0] = source;
     cur.size = 1;
@@ -144,8 +146,8 @@ struct ContractExpand {
   std::int32_t* depth;
   SharedQueue cur, next;  // edge frontiers: candidate vertices, duplicates and visited ones included
 
-  ContractExpand(const Csr<Index>& graph, std::int32_t* d, std::int32_t source)
-      : g(graph), depth(d), cur(graph.m), next(graph.m) {
+  ContractExpand(const Csr<Index>& graph, std::int32_t* d) : g(graph), depth(d), cur(graph.m), next(graph.m) {}
+  void start(std::int32_t source) {
     cur.items[0] = source;
     cur.size = 1;
   }
@@ -178,8 +180,9 @@ struct TwoPhase {
   std::int32_t* depth;
   SharedQueue vertices, edges, next_vertices;
 
-  TwoPhase(const Csr<Index>& graph, std::int32_t* d, std::int32_t source)
-      : g(graph), depth(d), vertices(graph.n), edges(graph.m), next_vertices(graph.n) {
+  TwoPhase(const Csr<Index>& graph, std::int32_t* d)
+      : g(graph), depth(d), vertices(graph.n), edges(graph.m), next_vertices(graph.n) {}
+  void start(std::int32_t source) {
     depth[source] = 0;
     vertices.items[0] = source;
     vertices.size = 1;
@@ -224,21 +227,21 @@ bool fused(const Index* indptr, const std::int32_t* indices, std::int32_t n, std
   const Csr<Index> g{indptr, indices, n, m, &malformed};
   const int threads = omp_get_max_threads();
   std::vector<LocalQueue> locals(threads);
-  std::unique_ptr<Algo> algo;
+  Algo algo(g, depth);
   bool more = true;
 #pragma omp parallel num_threads(threads)
   {
 #pragma omp for schedule(static)
     for (std::int32_t v = 0; v < n; ++v) depth[v] = -1;
 #pragma omp single
-    algo.reset(new Algo(g, depth, source));
+    algo.start(source);
     LocalQueue& local = locals[omp_get_thread_num()];
     for (std::int32_t level = 0; more; ++level) {
       for (int pass = 0; pass < Algo::kPasses && more; ++pass) {
-        algo->step(pass, level, local);
+        algo.step(pass, level, local);
 #pragma omp barrier
 #pragma omp single
-        more = algo->advance(pass);
+        more = algo.advance(pass);
       }
     }
   }
@@ -258,8 +261,9 @@ bool iterative(const Index* indptr, const std::int32_t* indices, std::int32_t n,
   };
 #pragma omp parallel for schedule(static) num_threads(team(n))
   for (std::int32_t v = 0; v < n; ++v) depth[v] = -1;
-  Algo algo(g, depth, source);
+  Algo algo(g, depth);
   std::vector<LocalQueue> locals(max_threads);
+  algo.start(source);
   for (std::int32_t level = 0;; ++level) {
     for (int pass = 0; pass < Algo::kPasses; ++pass) {
 #pragma omp parallel num_threads(team(algo.work(pass)))
