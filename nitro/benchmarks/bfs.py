@@ -3,9 +3,9 @@ strategies as OpenMP code, plus a serial queue), the paper's five graph features
 graphs (grid, R-MAT, random regular, road-like) and an edge-list reader.
 
 Every call takes ``(graph, source)``: a square ``scipy.sparse`` CSR array or matrix (values are
-ignored; duplicate edges and self loops are allowed) and a source vertex. The variants read int32
-or int64 ``indptr`` and int32 ``indices`` in place; int64 ``indices`` are copied to int32 first; it returns the int32 BFS depth of every vertex, -1 where
-the source does not reach it.
+ignored; duplicate edges and self loops are allowed) and a source vertex, and returns the int32
+BFS depth of every vertex, -1 where the source does not reach it. The variants read int32 or
+int64 ``indptr`` and int32 ``indices`` in place; int64 ``indices`` are copied to int32 first.
 """
 from __future__ import annotations
 
