@@ -3,9 +3,11 @@
 #include <pybind11/pybind11.h>
 
 #include <string>
+#include <cstdint>
 
 #include "cpu_microbench.hpp"
 #include "cpu_proxies.hpp"
+#include "bfs.hpp"
 #include "histogram.hpp"
 #include "spmv.hpp"
 #ifdef NITRO_WITH_CUDA
@@ -115,6 +117,40 @@ F64Array spmv_coo(py::ssize_t n_rows_in, const I32Array& rows, const I32Array& c
   return y;
 }
 // ---- end spmv ----
+// ---- bfs ----
+using I32Array = py::array_t<std::int32_t, py::array::c_style>;
+template <class Index>
+using BfsFn = bool (*)(const Index*, const std::int32_t*, std::int32_t, std::int64_t, std::int32_t,
+                       std::int32_t*);
+
+template <class Index, BfsFn<Index> fn>
+py::array_t<std::int32_t> bfs(const py::array_t<Index, py::array::c_style>& indptr,
+                              const I32Array& indices, std::int64_t source) {
+  const std::int64_t n = static_cast<std::int64_t>(indptr.size()) - 1;
+  if (n < 1 || n > INT32_MAX) throw py::value_error("bfs: indptr must have 2 to 2**31 entries");
+  if (source < 0 || source >= n) throw py::value_error("bfs: source vertex out of range");
+  py::array_t<std::int32_t> depth(n);
+  const Index* p = indptr.data();
+  const std::int32_t* idx = indices.data();
+  const std::int64_t m = static_cast<std::int64_t>(indices.size());
+  std::int32_t* out = depth.mutable_data();
+  bool ok;
+  {
+    py::gil_scoped_release release;
+    ok = fn(p, idx, static_cast<std::int32_t>(n), m, static_cast<std::int32_t>(source), out);
+  }
+  if (!ok) throw py::value_error("bfs: malformed CSR graph (indptr not nondecreasing within [0, len(indices)], or an index outside [0, n))");
+  return depth;
+}
+
+template <BfsFn<std::int32_t> fn32, BfsFn<std::int64_t> fn64>
+void def_bfs(py::module_& b, const char* name) {
+  b.def(name, &bfs<std::int64_t, fn64>, py::arg("indptr").noconvert(), py::arg("indices").noconvert(),
+        py::arg("source"));
+  b.def(name, &bfs<std::int32_t, fn32>, py::arg("indptr").noconvert(), py::arg("indices").noconvert(),
+        py::arg("source"));
+}
+// ---- end bfs ----
 
 }  // namespace
 
@@ -136,6 +172,19 @@ PYBIND11_MODULE(_variants, m) {
           return nitro::histogram_subsample_std(data.data(), static_cast<std::size_t>(data.size()), samples);
         }, py::arg("data").noconvert(), py::arg("samples") = 1024,
         "input feature: std of an evenly strided sample of about `samples` values");
+  // ---- bfs ----
+  py::module_ bfs_m = m.def_submodule("bfs", "BFS depths from CSR graphs (int32/int64 indptr, int32 indices)");
+#define NITRO_DEF_BFS(name) \
+  def_bfs<nitro::bfs_##name<std::int32_t>, nitro::bfs_##name<std::int64_t>>(bfs_m, #name);
+  NITRO_DEF_BFS(serial_queue)
+  NITRO_DEF_BFS(expand_contract_fused)
+  NITRO_DEF_BFS(expand_contract_iterative)
+  NITRO_DEF_BFS(contract_expand_fused)
+  NITRO_DEF_BFS(contract_expand_iterative)
+  NITRO_DEF_BFS(two_phase_fused)
+  NITRO_DEF_BFS(two_phase_iterative)
+#undef NITRO_DEF_BFS
+  // ---- end bfs ----
   py::module_ mb = m.def_submodule("microbench", "one timed repetition of each CPU microbenchmark");
   namespace nm = nitro::microbench;
   const auto released = py::call_guard<py::gil_scoped_release>();
