@@ -71,6 +71,12 @@ def cmd_bench_cvdfs(args):
     _emit(args, result, format_cvdfs(result))
 
 
+def cmd_bench_variants(args):
+    from .bench.variants import bench_variants, format_variants
+    result = bench_variants(_split(args.families), seed=args.seed, progress=not args.json)
+    _emit(args, result, format_variants(result))
+
+
 def cmd_evaluate(args):
     from .dataset import load_dataset_dir
     from .evaluate import evaluate, format_evaluation
@@ -185,6 +191,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--alpha", type=float, default=0.1, help="early stopping: tolerated probability of missing it")
     p.add_argument("--race", type=float, default=0.5, help="stop repeating a variant this much slower than the best")
     p.set_defaults(func=cmd_bench_training)
+    p = bench.add_parser("variants", parents=[common],
+                         help="every benchmark family: best-variant counts, tuned quality, speed against NumPy/SciPy")
+    p.add_argument("--families", help="comma-separated families (default: all)")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_bench_variants)
     p = bench.add_parser("cvdfs", parents=[common], help="CV-DFS time against from-scratch fits")
     p.add_argument("dataset", help="measurement directory (layout of spmv_ginkgo)")
     p.add_argument("--target", help="target device (default: the first one)")
