@@ -5,6 +5,7 @@
 #include "cpu_microbench.hpp"
 #include "cpu_proxies.hpp"
 #include "histogram.hpp"
+#include "solver.hpp"
 
 namespace py = pybind11;
 
@@ -25,6 +26,33 @@ py::array_t<std::uint64_t> histogram(const U8Array& data) {
   }
   return bins;
 }
+
+// ---- solver ----
+using I32Array = py::array_t<std::int32_t, py::array::c_style>;
+using F64Array = py::array_t<double, py::array::c_style>;
+
+// (x, status, iterations, relative residual); shapes are validated in nitro.benchmarks.solver.
+template <nitro::solver::Method method, nitro::solver::Preconditioner precond>
+py::tuple solve(const I32Array& indptr, const I32Array& indices, const F64Array& data, const F64Array& b,
+                double tol, std::int64_t max_iter) {
+  const nitro::solver::Csr A{static_cast<std::int64_t>(b.size()), indptr.data(), indices.data(), data.data()};
+  F64Array x(b.size());
+  double* out = x.mutable_data();
+  const double* rhs = b.data();
+  nitro::solver::SolveInfo info;
+  {
+    py::gil_scoped_release release;
+    info = nitro::solver::solve(A, rhs, out, method, precond, tol, max_iter);
+  }
+  return py::make_tuple(x, static_cast<int>(info.status), info.iterations, info.relative_residual);
+}
+
+template <typename Fn>
+void def_solver(py::module_& m, const char* name, Fn fn) {
+  m.def(name, fn, py::arg("indptr").noconvert(), py::arg("indices").noconvert(), py::arg("data").noconvert(),
+        py::arg("b").noconvert(), py::arg("tol"), py::arg("max_iter"));
+}
+// ---- end solver ----
 
 }  // namespace
 
@@ -56,6 +84,20 @@ PYBIND11_MODULE(_variants, m) {
       .value("SP_GFLOP", Kind::SpFlop).value("DP_GFLOP", Kind::DpFlop).value("ATOMIC", Kind::Atomic)
       .value("MEM_BW", Kind::MemBw).value("SH_MEM_BW", Kind::ShMemBw);
   px.def("run", &nitro::proxies::run, py::arg("kind"), py::arg("phi"), py::arg("n"), released);
+  // ---- solver ----
+  {
+    py::module_ sv = m.def_submodule("solver", "CG/BiCGStab with Jacobi, block-Jacobi, Neumann preconditioners");
+    using nitro::solver::Method;
+    using nitro::solver::Preconditioner;
+    sv.attr("BLOCK_SIZE") = nitro::solver::kSolverBlockSize;
+    def_solver(sv, "cg_jacobi", &solve<Method::CG, Preconditioner::Jacobi>);
+    def_solver(sv, "cg_block_jacobi", &solve<Method::CG, Preconditioner::BlockJacobi>);
+    def_solver(sv, "cg_neumann", &solve<Method::CG, Preconditioner::Neumann>);
+    def_solver(sv, "bicgstab_jacobi", &solve<Method::BiCGStab, Preconditioner::Jacobi>);
+    def_solver(sv, "bicgstab_block_jacobi", &solve<Method::BiCGStab, Preconditioner::BlockJacobi>);
+    def_solver(sv, "bicgstab_neumann", &solve<Method::BiCGStab, Preconditioner::Neumann>);
+  }
+  // ---- end solver ----
 #ifdef NITRO_WITH_CUDA
   m.attr("HAVE_CUDA") = true;
 #else
