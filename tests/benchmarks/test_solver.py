@@ -29,6 +29,16 @@ def test_variants_reach_tolerance_and_match_spsolve(name, kind, n):
     assert solver.residual_check(x, solver.residual_reference(A, b))
 
 
+def test_block_jacobi_is_exact_on_aligned_block_diagonal_matrices():
+    rng = np.random.default_rng(0)
+    blocks = [(lambda G: G @ G.T + np.eye(solver.BLOCK_SIZE))(rng.standard_normal((solver.BLOCK_SIZE,) * 2))
+              for _ in range(10)]
+    A, b = sp.block_diag(blocks, format="csr"), rng.standard_normal(10 * solver.BLOCK_SIZE)
+    for name in ("cg_block_jacobi", "bicgstab_block_jacobi"):
+        assert solver.solve(A, b, name).iterations == 1
+    assert solver.solve(A, b, "cg_jacobi").iterations > 1
+
+
 def test_a_looser_tolerance_takes_fewer_iterations():
     A, b = _system("poisson2d", 900)
     tight, loose = solver.solve(A, b, "cg_jacobi"), solver.solve(A, b, "cg_jacobi", tol=1e-3)
