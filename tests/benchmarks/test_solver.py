@@ -160,6 +160,8 @@ def test_matrix_market_round_trip_and_errors(tmp_path):
     M, b = solver.system_from_file(tmp_path / "a.mtx", seed=1)
     assert abs(M - A).max() == 0 and b.shape == (30,)
     assert solver.relative_residual(M, b, solver.VARIANTS["cg_neumann"](M, b)) <= solver.TOL
+    scipy.io.mmwrite(tmp_path / "dense.mtx", A.toarray())          # 'array' format
+    assert abs(solver.read_matrix_market(tmp_path / "dense.mtx") - A).max() == 0
     with pytest.raises(FileNotFoundError, match="no Matrix Market file"):
         solver.read_matrix_market(tmp_path / "missing.mtx")
     (tmp_path / "junk.mtx").write_text("not a matrix\n")
@@ -168,6 +170,9 @@ def test_matrix_market_round_trip_and_errors(tmp_path):
     scipy.io.mmwrite(tmp_path / "rect.mtx", sp.random(3, 4, density=0.5, random_state=0))
     with pytest.raises(ValueError, match="square"):
         solver.read_matrix_market(tmp_path / "rect.mtx")
+    scipy.io.mmwrite(tmp_path / "complex.mtx", sp.identity(2, format="coo", dtype=complex))
+    with pytest.raises(ValueError, match="complex"):
+        solver.read_matrix_market(tmp_path / "complex.mtx")
 
 
 def test_tune_records_failures_and_dispatches(store):
