@@ -13,6 +13,7 @@
 #ifdef NITRO_WITH_CUDA
 #include "histogram_cuda.hpp"
 #endif
+#include "solver.hpp"
 
 namespace py = pybind11;
 
@@ -151,6 +152,32 @@ void def_bfs(py::module_& b, const char* name) {
         py::arg("source"));
 }
 // ---- end bfs ----
+// ---- solver ----
+using I32Array = py::array_t<std::int32_t, py::array::c_style>;
+using F64Array = py::array_t<double, py::array::c_style>;
+
+// (x, status, iterations, relative residual); shapes are validated in nitro.benchmarks.solver.
+template <nitro::solver::Method method, nitro::solver::Preconditioner precond>
+py::tuple solve(const I32Array& indptr, const I32Array& indices, const F64Array& data, const F64Array& b,
+                double tol, std::int64_t max_iter) {
+  const nitro::solver::Csr A{static_cast<std::int64_t>(b.size()), indptr.data(), indices.data(), data.data()};
+  F64Array x(b.size());
+  double* out = x.mutable_data();
+  const double* rhs = b.data();
+  nitro::solver::SolveInfo info;
+  {
+    py::gil_scoped_release release;
+    info = nitro::solver::solve(A, rhs, out, method, precond, tol, max_iter);
+  }
+  return py::make_tuple(x, static_cast<int>(info.status), info.iterations, info.relative_residual);
+}
+
+template <typename Fn>
+void def_solver(py::module_& m, const char* name, Fn fn) {
+  m.def(name, fn, py::arg("indptr").noconvert(), py::arg("indices").noconvert(), py::arg("data").noconvert(),
+        py::arg("b").noconvert(), py::arg("tol"), py::arg("max_iter"));
+}
+// ---- end solver ----
 
 }  // namespace
 
@@ -212,6 +239,20 @@ PYBIND11_MODULE(_variants, m) {
          py::arg("x").noconvert());
   sp.def("coo", &spmv_coo, py::arg("n_rows"), py::arg("rows").noconvert(), py::arg("cols").noconvert(),
          py::arg("data").noconvert(), py::arg("x").noconvert());
+  // ---- solver ----
+  {
+    py::module_ sv = m.def_submodule("solver", "CG/BiCGStab with Jacobi, block-Jacobi, Neumann preconditioners");
+    using nitro::solver::Method;
+    using nitro::solver::Preconditioner;
+    sv.attr("BLOCK_SIZE") = nitro::solver::kSolverBlockSize;
+    def_solver(sv, "cg_jacobi", &solve<Method::CG, Preconditioner::Jacobi>);
+    def_solver(sv, "cg_block_jacobi", &solve<Method::CG, Preconditioner::BlockJacobi>);
+    def_solver(sv, "cg_neumann", &solve<Method::CG, Preconditioner::Neumann>);
+    def_solver(sv, "bicgstab_jacobi", &solve<Method::BiCGStab, Preconditioner::Jacobi>);
+    def_solver(sv, "bicgstab_block_jacobi", &solve<Method::BiCGStab, Preconditioner::BlockJacobi>);
+    def_solver(sv, "bicgstab_neumann", &solve<Method::BiCGStab, Preconditioner::Neumann>);
+  }
+  // ---- end solver ----
 #ifdef NITRO_WITH_CUDA
   py::module_ spc = m.def_submodule(
       "spmv_cuda", "CUDA y = A x; arguments are device pointers (ints) and sizes; waits for the kernel");
