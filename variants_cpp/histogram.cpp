@@ -14,7 +14,8 @@ namespace {
 // Work is handed out in chunks of this many bytes by the dynamic queue.
 constexpr std::size_t kChunk = 16384;
 
-// The queue engages only as many threads as there are chunks; an even share engages all.
+// The queue engages only as many threads as there are chunks (a single chunk runs on the
+// calling thread, without starting a parallel region); an even share engages all.
 int queue_threads(std::size_t n) {
   const std::size_t useful = (n + kChunk - 1) / kChunk;
   const int max_threads = omp_get_max_threads();
@@ -70,7 +71,7 @@ template <class Body>
 void dynamic_queue(std::size_t n, Body&& body) {
   std::atomic<std::size_t> next{0};
   const int nthreads = queue_threads(n);
-#pragma omp parallel num_threads(nthreads)
+#pragma omp parallel num_threads(nthreads) if (nthreads > 1)
   {
     for (std::size_t begin = next.fetch_add(kChunk); begin < n; begin = next.fetch_add(kChunk))
       body(begin, std::min(n, begin + kChunk));
@@ -92,7 +93,8 @@ void histogram_sort_even(const std::uint8_t* data, std::size_t n, std::uint64_t*
 void histogram_sort_dynamic(const std::uint8_t* data, std::size_t n, std::uint64_t* bins) {
   clear(bins);
   std::atomic<std::size_t> next{0};
-#pragma omp parallel num_threads(queue_threads(n))
+  const int nthreads = queue_threads(n);
+#pragma omp parallel num_threads(nthreads) if (nthreads > 1)
   {
     std::vector<std::uint8_t> scratch;
     for (std::size_t b = next.fetch_add(kChunk); b < n; b = next.fetch_add(kChunk))
@@ -124,7 +126,12 @@ void histogram_shared_atomic_dynamic(const std::uint8_t* data, std::size_t n,
                                      std::uint64_t* bins) {
   clear(bins);
   std::atomic<std::size_t> next{0};
-#pragma omp parallel num_threads(queue_threads(n))
+  const int nthreads = queue_threads(n);
+  if (nthreads == 1) {  // one chunk: the calling thread's counts are the result
+    private_range(data, 0, n, bins);
+    return;
+  }
+#pragma omp parallel num_threads(nthreads)
   {
     std::uint64_t local[kHistogramBins] = {};
     for (std::size_t b = next.fetch_add(kChunk); b < n; b = next.fetch_add(kChunk))
