@@ -16,7 +16,7 @@ Every family module ``nitro.benchmarks.<family>`` offers the same names, so that
 """
 import importlib
 
-FAMILIES = ["histogram"]
+FAMILIES = ["histogram", "sort", "transpose"]
 
 
 def load(family: str):
