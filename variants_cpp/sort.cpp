@@ -18,6 +18,7 @@ namespace {
 
 constexpr std::size_t kTile = 2048;                   // merge sort: keys per sorted tile
 constexpr std::size_t kSegmentBytes = 256 * 1024;     // locality sort: one L2-sized segment
+constexpr std::size_t kParallelMin = 1 << 15;         // fewer keys: one thread (no fork/join cost)
 
 // Uninitialised scratch (a zero-filled std::vector would cost one more pass over memory).
 template <class T>
@@ -25,7 +26,7 @@ std::unique_ptr<T[]> scratch(std::size_t n) { return std::unique_ptr<T[]>(new T[
 
 template <class T>
 void parallel_copy(const T* src, std::size_t n, T* dst) {
-#pragma omp parallel
+#pragma omp parallel if (n >= kParallelMin)
   {
     const std::size_t t = omp_get_thread_num(), p = omp_get_num_threads();
     const std::size_t lo = n * t / p, hi = n * (t + 1) / p;
@@ -39,7 +40,7 @@ template <class T>
 std::size_t copy_nans_last(const T* in, std::size_t n, T* out) {
   std::vector<std::size_t> nans(omp_get_max_threads() + 1, 0);
   std::size_t total_nans = 0;
-#pragma omp parallel
+#pragma omp parallel if (n >= kParallelMin)
   {
     const std::size_t t = omp_get_thread_num(), p = omp_get_num_threads();
     const std::size_t lo = n * t / p, hi = n * (t + 1) / p;
@@ -82,7 +83,7 @@ std::size_t co_rank(std::size_t k, const T* a, std::size_t na, const T* b, std::
 template <class T>
 void merge_pass(const T* src, T* dst, std::size_t n, std::size_t width, bool skip_ordered) {
   const std::size_t pieces = static_cast<std::size_t>(omp_get_max_threads()) * 4;
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) if (n >= kParallelMin)
   for (std::size_t piece = 0; piece < pieces; ++piece) {
     const std::size_t start = n * piece / pieces, stop = n * (piece + 1) / pieces;
     std::size_t pos = start;
@@ -144,7 +145,7 @@ template <class T>
 void sort_merge(const T* in, std::size_t n, T* out) {
   const std::size_t valid = copy_nans_last(in, n, out);
   const std::size_t tiles = (valid + kTile - 1) / kTile;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (valid >= kParallelMin)
   for (std::size_t t = 0; t < tiles; ++t)
     std::sort(out + t * kTile, out + std::min(valid, (t + 1) * kTile));
   merge_runs(out, valid, kTile, false);
@@ -155,7 +156,7 @@ void sort_locality(const T* in, std::size_t n, T* out) {
   const std::size_t valid = copy_nans_last(in, n, out);
   const std::size_t seg = kSegmentBytes / sizeof(T);
   const std::size_t segments = (valid + seg - 1) / seg;
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) if (valid >= kParallelMin)
   for (std::size_t s = 0; s < segments; ++s) {
     T* first = out + s * seg;
     T* last = out + std::min(valid, (s + 1) * seg);
@@ -177,7 +178,7 @@ void sort_radix(const T* in, std::size_t n, T* out, int digit_bits) {
   auto tmp = scratch<U>(valid);
   U* src = reinterpret_cast<U*>(out);
   U* dst = tmp.get();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (valid >= kParallelMin)
   for (std::size_t i = 0; i < valid; ++i) src[i] = to_ordered(src[i]);
 
   const std::size_t buckets = std::size_t(1) << digit_bits;
@@ -186,7 +187,7 @@ void sort_radix(const T* in, std::size_t n, T* out, int digit_bits) {
   for (int shift = 0; shift < key_bits; shift += digit_bits) {
     const U mask = static_cast<U>(buckets - 1);
     bool skip = false;
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(threads) if (valid >= kParallelMin)
     {
       const std::size_t t = omp_get_thread_num(), p = omp_get_num_threads();
       const std::size_t lo = valid * t / p, hi = valid * (t + 1) / p;
@@ -215,7 +216,7 @@ void sort_radix(const T* in, std::size_t n, T* out, int digit_bits) {
     if (!skip) std::swap(src, dst);
   }
   T* result = out;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (valid >= kParallelMin)
   for (std::size_t i = 0; i < valid; ++i) {
     const U u = from_ordered(src[i]);
     std::memcpy(result + i, &u, sizeof(U));

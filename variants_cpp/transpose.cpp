@@ -16,7 +16,8 @@ namespace nitro {
 namespace {
 
 using i64 = std::int64_t;
-constexpr i64 kColumns = 8;  // adjacent columns moved together: one 64-byte line of doubles
+constexpr i64 kColumns = 8;             // adjacent columns moved together: one 64-byte line of doubles
+constexpr i64 kParallelMin = 1 << 15;   // smaller matrices: one thread (no fork/join cost)
 
 i64 gcd(i64 x, i64 y) {
   while (y) {
@@ -81,7 +82,7 @@ void move_row(double* row, double* tmp, i64 i, i64 lo, i64 hi, const Map& map) {
 
 template <bool Gather, class Map>
 void rows_across(double* d, i64 m, i64 n, const Map& map) {
-#pragma omp parallel
+#pragma omp parallel if (m * n >= kParallelMin)
   {
     std::vector<double> tmp(n);
 #pragma omp for schedule(static)
@@ -95,7 +96,7 @@ void rows_across(double* d, i64 m, i64 n, const Map& map) {
 template <bool Gather, class Map>
 void rows_within(double* d, i64 m, i64 n, const Map& map) {
   std::vector<double> tmp(n);
-#pragma omp parallel
+#pragma omp parallel if (m * n >= kParallelMin)
   for (i64 i = 0; i < m; ++i) {  // every thread walks the rows; each row is split among them
     double* row = d + i * n;
 #pragma omp for schedule(static)
@@ -120,7 +121,7 @@ void move_columns(double* d, double* tmp, i64 n, i64 j0, i64 w, i64 lo, i64 hi, 
 template <bool Gather, class Map>
 void columns_across(double* d, i64 m, i64 n, const Map& map) {
   const i64 blocks = (n + kColumns - 1) / kColumns;
-#pragma omp parallel
+#pragma omp parallel if (m * n >= kParallelMin)
   {
     std::vector<double> tmp(m * kColumns);
 #pragma omp for schedule(static)
@@ -137,7 +138,7 @@ template <bool Gather, class Map>
 void columns_within(double* d, i64 m, i64 n, const Map& map) {
   std::vector<double> tmp(m * kColumns);
   const i64 blocks = (n + kColumns - 1) / kColumns;
-#pragma omp parallel
+#pragma omp parallel if (m * n >= kParallelMin)
   for (i64 blk = 0; blk < blocks; ++blk) {  // each block of columns is split among threads by rows
     const i64 j0 = blk * kColumns, w = std::min(kColumns, n - j0);
 #pragma omp for schedule(static)
