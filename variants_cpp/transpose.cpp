@@ -4,10 +4,16 @@
 // m x n row-major view D (gather form: new D[i][j] = old D[source]) is
 //   1. if c > 1, rotate every column j down by floor(j / b):   source row (i + j/b) mod m
 //   2. shuffle every row i:                                   source column d(i, j)
-//   3. permute every column j:                                source row (j + i n - i/a) mod m
+//   3. permute every column j:                                source row (j + q(i)) mod m,
+//      q(i) = (i n - floor(i / a)) mod m, done as
+//      3a. rotate every column j down by j:                     source row (i + j) mod m
+//      3b. permute whole rows:                                  source row q(i)
 // after which the buffer holds the n x m row-major transpose. R2C runs the inverse steps
 // in reverse order (scatter form: new D[target] = old D[i][j]) on the n x m view.
+// Row permutations follow the cycles of q (one scratch row per thread).
 #include "transpose.hpp"
+
+#include <omp.h>
 
 #include <algorithm>
 #include <vector>
@@ -18,6 +24,7 @@ namespace {
 using i64 = std::int64_t;
 constexpr i64 kColumns = 8;             // adjacent columns moved together: one 64-byte line of doubles
 constexpr i64 kParallelMin = 1 << 15;   // smaller matrices: one thread (no fork/join cost)
+constexpr i64 kGroup = 1 << 16;         // skinny: elements moved between two barriers, at least
 
 i64 gcd(i64 x, i64 y) {
   while (y) {
@@ -50,10 +57,10 @@ struct Shape {
                               k(mod_inverse(a, b)) {}
 };
 
-// Source row of element (i, j) in step 1 (column rotation).
+// Source row of element (i, j) in a column rotation by floor(j / div) (steps 1 and 3a).
 struct Rotate {
-  i64 m, b;
-  i64 operator()(i64 i, i64 j) const { return (i + j / b) % m; }
+  i64 m, div;
+  i64 operator()(i64 i, i64 j) const { return (i + j / div) % m; }
 };
 
 // Source column of element (i, j) in step 2 (row shuffle).
@@ -66,10 +73,10 @@ struct RowShuffle {
   }
 };
 
-// Source row of element (i, j) in step 3 (column shuffle).
-struct ColShuffle {
+// Source row of row i in step 3b (row permutation).
+struct RowPermute {
   i64 m, n, a;
-  i64 operator()(i64 i, i64 j) const { return (j + i * n - i / a) % m; }
+  i64 operator()(i64 i) const { return (i * n - i / a) % m; }
 };
 
 // -- one step over all rows: gather (tmp[j] = row[map(i, j)]) or scatter (tmp[map(i, j)] = row[j])
@@ -95,25 +102,30 @@ void rows_across(double* d, i64 m, i64 n, const Map& map) {
 
 template <bool Gather, class Map>
 void rows_within(double* d, i64 m, i64 n, const Map& map) {
-  std::vector<double> tmp(n);
+  const i64 group = std::max<i64>(1, kGroup / n);  // rows per pair of barriers
+  std::vector<double> tmp(std::min(group, m) * n);
 #pragma omp parallel if (m * n >= kParallelMin)
-  for (i64 i = 0; i < m; ++i) {  // every thread walks the rows; each row is split among them
-    double* row = d + i * n;
+  for (i64 i0 = 0; i0 < m; i0 += group) {  // every thread walks the groups; each is split among them
+    const i64 size = std::min(group, m - i0) * n;
 #pragma omp for schedule(static)
-    for (i64 j = 0; j < n; ++j) move_row<Gather>(row, tmp.data(), i, j, j + 1, map);
+    for (i64 e = 0; e < size; ++e) {
+      const i64 i = i0 + e / n, j = e % n;
+      move_row<Gather>(d + i * n, tmp.data() + (i - i0) * n, i, j, j + 1, map);
+    }
 #pragma omp for schedule(static)
-    for (i64 j = 0; j < n; ++j) row[j] = tmp[j];
+    for (i64 e = 0; e < size; ++e) d[i0 * n + e] = tmp[e];
   }
 }
 
-// -- one step over all columns, kColumns adjacent columns at a time; tmp is m x kColumns
+// -- one step over all columns, w adjacent columns at a time; tmp is m x ld
 template <bool Gather, class Map>
-void move_columns(double* d, double* tmp, i64 n, i64 j0, i64 w, i64 lo, i64 hi, const Map& map) {
+void move_columns(double* d, double* tmp, i64 ld, i64 n, i64 j0, i64 w, i64 lo, i64 hi,
+                  const Map& map) {
   for (i64 i = lo; i < hi; ++i) {
     for (i64 q = 0; q < w; ++q) {
       const i64 j = j0 + q;
-      if (Gather) tmp[i * kColumns + q] = d[map(i, j) * n + j];
-      else tmp[map(i, j) * kColumns + q] = d[i * n + j];
+      if (Gather) tmp[i * ld + q] = d[map(i, j) * n + j];
+      else tmp[map(i, j) * ld + q] = d[i * n + j];
     }
   }
 }
@@ -127,7 +139,7 @@ void columns_across(double* d, i64 m, i64 n, const Map& map) {
 #pragma omp for schedule(static)
     for (i64 blk = 0; blk < blocks; ++blk) {
       const i64 j0 = blk * kColumns, w = std::min(kColumns, n - j0);
-      move_columns<Gather>(d, tmp.data(), n, j0, w, 0, m, map);
+      move_columns<Gather>(d, tmp.data(), kColumns, n, j0, w, 0, m, map);
       for (i64 i = 0; i < m; ++i)
         std::copy(tmp.data() + i * kColumns, tmp.data() + i * kColumns + w, d + i * n + j0);
     }
@@ -136,16 +148,65 @@ void columns_across(double* d, i64 m, i64 n, const Map& map) {
 
 template <bool Gather, class Map>
 void columns_within(double* d, i64 m, i64 n, const Map& map) {
-  std::vector<double> tmp(m * kColumns);
-  const i64 blocks = (n + kColumns - 1) / kColumns;
+  // columns per pair of barriers: a multiple of kColumns, at least kGroup elements
+  const i64 width = std::min(n, kColumns * std::max<i64>(1, kGroup / (m * kColumns)));
+  std::vector<double> tmp(m * width);
 #pragma omp parallel if (m * n >= kParallelMin)
-  for (i64 blk = 0; blk < blocks; ++blk) {  // each block of columns is split among threads by rows
-    const i64 j0 = blk * kColumns, w = std::min(kColumns, n - j0);
+  for (i64 j0 = 0; j0 < n; j0 += width) {  // each block of columns is split among threads by rows
+    const i64 w = std::min(width, n - j0);
 #pragma omp for schedule(static)
-    for (i64 i = 0; i < m; ++i) move_columns<Gather>(d, tmp.data(), n, j0, w, i, i + 1, map);
+    for (i64 i = 0; i < m; ++i) move_columns<Gather>(d, tmp.data(), width, n, j0, w, i, i + 1, map);
 #pragma omp for schedule(static)
     for (i64 i = 0; i < m; ++i)
-      std::copy(tmp.data() + i * kColumns, tmp.data() + i * kColumns + w, d + i * n + j0);
+      std::copy(tmp.data() + i * width, tmp.data() + i * width + w, d + i * n + j0);
+  }
+}
+
+// -- step 3b: whole rows permuted along the cycles of q; gather: row i <- row q(i),
+// scatter: row q(i) <- row i. Columns [lo, hi) only: the permutation is the same in every
+// column, so threads may split the columns between them.
+template <bool Gather>
+void permute_cycle(double* d, i64 n, i64 start, i64 lo, i64 hi, const RowPermute& q, double* tmp) {
+  const i64 w = hi - lo;
+  std::copy(d + start * n + lo, d + start * n + hi, tmp);
+  i64 i = start;
+  if (Gather) {
+    for (i64 src = q(i); src != start; i = src, src = q(i))
+      std::copy(d + src * n + lo, d + src * n + hi, d + i * n + lo);
+    std::copy(tmp, tmp + w, d + i * n + lo);
+  } else {
+    do {
+      i = q(i);
+      std::swap_ranges(tmp, tmp + w, d + i * n + lo);
+    } while (i != start);
+  }
+}
+
+template <bool Gather>
+void permute_rows(bool skinny, double* d, i64 m, i64 n, const RowPermute& q) {
+  std::vector<i64> leaders;  // one row of every cycle longer than 1
+  std::vector<char> seen(m, 0);
+  for (i64 s = 0; s < m; ++s) {
+    if (seen[s]) continue;
+    if (q(s) != s) leaders.push_back(s);
+    for (i64 i = s; !seen[i]; i = q(i)) seen[i] = 1;
+  }
+  const i64 cycles = static_cast<i64>(leaders.size());
+  if (skinny && m < n) {  // few long rows: every thread permutes its own slice of columns
+#pragma omp parallel if (m * n >= kParallelMin)
+    {
+      const i64 t = omp_get_thread_num(), p = omp_get_num_threads();
+      const i64 lo = n * t / p, hi = n * (t + 1) / p;
+      std::vector<double> tmp(hi - lo);
+      for (i64 c = 0; c < cycles; ++c) permute_cycle<Gather>(d, n, leaders[c], lo, hi, q, tmp.data());
+    }
+  } else {                // cycles in parallel
+#pragma omp parallel if (m * n >= kParallelMin)
+    {
+      std::vector<double> tmp(n);
+#pragma omp for schedule(dynamic, 1)
+      for (i64 c = 0; c < cycles; ++c) permute_cycle<Gather>(d, n, leaders[c], 0, n, q, tmp.data());
+    }
   }
 }
 
@@ -166,7 +227,8 @@ void c2r(bool skinny, double* d, i64 m, i64 n) {
   const Shape s(m, n);
   if (s.c > 1) columns_step<true>(skinny, d, m, n, Rotate{m, s.b});
   rows_step<true>(skinny, d, m, n, RowShuffle{m, n, s.c, s.b, s.k});
-  columns_step<true>(skinny, d, m, n, ColShuffle{m, n, s.a});
+  columns_step<true>(skinny, d, m, n, Rotate{m, 1});
+  permute_rows<true>(skinny, d, m, n, RowPermute{m, n, s.a});
 }
 
 // R2C of the rows x cols matrix: the inverse of C2R on the cols x rows view (scatter form).
@@ -174,7 +236,8 @@ void r2c(bool skinny, double* d, i64 rows, i64 cols) {
   if (rows <= 1 || cols <= 1) return;
   const i64 m = cols, n = rows;
   const Shape s(m, n);
-  columns_step<false>(skinny, d, m, n, ColShuffle{m, n, s.a});
+  permute_rows<false>(skinny, d, m, n, RowPermute{m, n, s.a});
+  columns_step<false>(skinny, d, m, n, Rotate{m, 1});
   rows_step<false>(skinny, d, m, n, RowShuffle{m, n, s.c, s.b, s.k});
   if (s.c > 1) columns_step<false>(skinny, d, m, n, Rotate{m, s.b});
 }

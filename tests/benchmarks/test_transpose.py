@@ -10,9 +10,11 @@ from nitro.measurement import measure_variants
 from nitro.model import SelectorModel
 
 FAST = TimingPolicy(min_repeats=1, max_repeats=2, target_seconds=0.0)
-SHAPES = [(0, 0), (0, 5), (5, 0), (1, 1), (1, 17), (17, 1), (2, 2), (8, 8), (64, 64),  # M = N
-          (3, 5), (7, 11), (97, 89), (31, 1009), (3, 20011),                                        # coprime, prime
-          (4, 6), (12, 18), (60, 84), (128, 96), (2, 1000), (1000, 3), (6, 4096), (5000, 30), (20000, 4)]
+SHAPES = [(0, 0), (0, 5), (5, 0), (1, 1), (1, 17), (17, 1),                    # empty, vectors
+          (2, 2), (8, 8), (64, 64),                                               # M = N
+          (3, 5), (7, 11), (97, 89), (31, 1009), (3, 20011),                      # coprime, prime
+          (4, 6), (12, 18), (60, 84), (128, 96), (2, 1000), (1000, 3), (6, 4096),  # gcd > 1
+          (5000, 30), (20000, 4), (180, 250), (250, 180)]                          # parallel paths
 
 
 @pytest.mark.parametrize("layout", ["C", "F"])
