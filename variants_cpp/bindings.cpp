@@ -14,6 +14,8 @@
 #include "histogram_cuda.hpp"
 #endif
 #include "solver.hpp"
+#include "sort.hpp"
+#include "transpose.hpp"
 
 namespace py = pybind11;
 
@@ -179,6 +181,48 @@ void def_solver(py::module_& m, const char* name, Fn fn) {
 }
 // ---- end solver ----
 
+// ---- sort ----
+template <class T>
+using KeyArray = py::array_t<T, py::array::c_style>;
+
+template <class T, void (*fn)(const T*, std::size_t, T*)>
+py::array_t<T> sorted_copy(const KeyArray<T>& keys) {
+  const std::size_t n = static_cast<std::size_t>(keys.size());
+  py::array_t<T> out(n);
+  const T* in = keys.data();
+  T* o = out.mutable_data();
+  {
+    py::gil_scoped_release release;
+    fn(in, n, o);
+  }
+  return out;
+}
+
+template <class T>
+py::array_t<T> radix_sorted_copy(const KeyArray<T>& keys, int digit_bits) {
+  const std::size_t n = static_cast<std::size_t>(keys.size());
+  py::array_t<T> out(n);
+  const T* in = keys.data();
+  T* o = out.mutable_data();
+  {
+    py::gil_scoped_release release;
+    nitro::sort_radix<T>(in, n, o, digit_bits);
+  }
+  return out;
+}
+
+// ---- transpose ----
+using TransposeFn = void (*)(double*, std::int64_t, std::int64_t);
+
+template <TransposeFn fn>
+void transpose_in_place(py::array_t<double, py::array::c_style> data, std::int64_t m, std::int64_t n) {
+  if (m < 0 || n < 0 || data.size() != m * n)
+    throw py::value_error("transpose: the buffer must hold exactly m * n float64 values");
+  double* d = data.mutable_data();
+  py::gil_scoped_release release;
+  fn(d, m, n);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_variants, m) {
@@ -253,6 +297,22 @@ PYBIND11_MODULE(_variants, m) {
     def_solver(sv, "bicgstab_neumann", &solve<Method::BiCGStab, Preconditioner::Neumann>);
   }
   // ---- end solver ----
+  // ---- sort ----
+  py::module_ so = m.def_submodule("sort", "sorted copies of float32/float64 keys (NaNs last)");
+  so.def("merge", &sorted_copy<float, nitro::sort_merge<float>>, py::arg("keys").noconvert());
+  so.def("merge", &sorted_copy<double, nitro::sort_merge<double>>, py::arg("keys").noconvert());
+  so.def("locality", &sorted_copy<float, nitro::sort_locality<float>>, py::arg("keys").noconvert());
+  so.def("locality", &sorted_copy<double, nitro::sort_locality<double>>, py::arg("keys").noconvert());
+  so.def("radix", &radix_sorted_copy<float>, py::arg("keys").noconvert(), py::arg("digit_bits"));
+  so.def("radix", &radix_sorted_copy<double>, py::arg("keys").noconvert(), py::arg("digit_bits"));
+  // ---- transpose ----
+  py::module_ tr = m.def_submodule("transpose", "in-place transposition of an m x n row-major float64 buffer");
+  tr.def("c2r", &transpose_in_place<nitro::transpose_c2r>, py::arg("data").noconvert(), py::arg("m"), py::arg("n"));
+  tr.def("r2c", &transpose_in_place<nitro::transpose_r2c>, py::arg("data").noconvert(), py::arg("m"), py::arg("n"));
+  tr.def("skinny_c2r", &transpose_in_place<nitro::transpose_skinny_c2r>, py::arg("data").noconvert(),
+         py::arg("m"), py::arg("n"));
+  tr.def("skinny_r2c", &transpose_in_place<nitro::transpose_skinny_r2c>, py::arg("data").noconvert(),
+         py::arg("m"), py::arg("n"));
 #ifdef NITRO_WITH_CUDA
   py::module_ spc = m.def_submodule(
       "spmv_cuda", "CUDA y = A x; arguments are device pointers (ints) and sizes; waits for the kernel");

@@ -16,7 +16,7 @@ Every family module ``nitro.benchmarks.<family>`` offers the same names, so that
 """
 import importlib
 
-FAMILIES = ["histogram", "spmv", "bfs", "solver"]
+FAMILIES = ["histogram", "spmv", "sort", "bfs", "solver", "transpose"]
 # Families whose variants run on an NVIDIA GPU (pycuda GPUArray arguments); each offers
 # ``unavailable() -> str | None`` saying why it cannot run here.
 GPU_FAMILIES = ["histogram_cuda"]

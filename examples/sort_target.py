@@ -1,0 +1,21 @@
+"""Listing 2 of the paper for Sort: build the selector for this machine from the source
+machines' data in the store, without measuring any training input here.
+
+    NITRO_STORE=redis://store-host:6379/0 python examples/sort_target.py
+"""
+import numpy as np
+
+from nitro import autotuner
+from nitro.benchmarks import sort
+
+sorter = sort.make_code_variant("sort")
+sorter.profiling_based_dfs = False       # True once variant and proxy profiles are recorded
+sorter.search_based_dfs = True           # CV-DFS (needs three or more source devices)
+
+tuner = autotuner("sort")
+[model] = tuner.tune_from_source([sorter])
+print("sources:", ", ".join(model.provenance["sources"]))
+print("device features:", ", ".join(model.provenance["device_features"]))
+
+keys = np.random.default_rng(0).standard_normal(1_000_000).astype(np.float32)
+print("dispatching to", sorter.select(keys))

@@ -1,0 +1,24 @@
+// Sort code variants for a multi-core CPU: 32- and 64-bit floating-point keys.
+//
+// The paper's three GPU sorts (ModernGPU merge sort and locality sort, CUB radix sort),
+// adapted to OpenMP threads. Every function writes the ascending order of in[0..n) to
+// out[0..n) and leaves the input untouched. NaNs go last, as in np.sort: they are moved to
+// the end while copying (as the canonical quiet NaN) and the other keys are sorted.
+//   merge:     sorted tiles, then pairwise merge passes; each pass splits its whole output
+//              evenly among threads by merge-path co-ranking, so the last passes stay parallel.
+//   locality:  cache-sized segments taken from a dynamic work queue (already ascending ones
+//              are kept, descending ones reversed, others sorted), then merge passes that copy
+//              a pair of runs instead of merging when the runs do not overlap.
+//   radix:     LSD radix sort of the keys' order-preserving unsigned images (sign-flip
+//              transform) with `digit_bits`-bit digits (8 or 11), per-thread histograms and
+//              stable scatter; passes whose digit is the same for all keys are skipped.
+#pragma once
+#include <cstddef>
+
+namespace nitro {
+
+template <class T> void sort_merge(const T* in, std::size_t n, T* out);
+template <class T> void sort_locality(const T* in, std::size_t n, T* out);
+template <class T> void sort_radix(const T* in, std::size_t n, T* out, int digit_bits);
+
+}  // namespace nitro
