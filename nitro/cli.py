@@ -125,6 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--store", default=None, help="Redis URL (default: $NITRO_STORE, else the embedded store)")
     common.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    common.add_argument("--backend", default=None, help="joblib backend for parallel loops: loky (processes), "
+                                                         "threading, multiprocessing, dask or ray")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("demo", parents=[common], help="tune the C++ histogram variants here and report quality")
@@ -210,7 +212,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        args.func(args)
+        from .parallel import parallel_backend
+        with parallel_backend(getattr(args, "backend", None)):
+            args.func(args)
     except (StoreError, ValueError, TypeError, LookupError, FileNotFoundError) as exc:
         print(f"nitro: error: {exc}", file=sys.stderr)
         return 2
