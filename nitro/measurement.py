@@ -7,6 +7,12 @@ samples or ``target_seconds`` of timed work; the recorded time is the median sam
 A variant that raises, or whose output differs from the reference output (the default
 variant's, or a user-supplied reference), is recorded as failed with the reason and can
 never be the best variant of that input.
+
+Isolation (``isolate=True``, the default): the variants of each input run in a forked
+worker process (:mod:`nitro.measurement_worker`), so one that segfaults or runs longer than
+``timeout`` seconds is failed with the reason ("killed by SIGSEGV", "timed out after 60 s")
+instead of taking the tuner down; the cost is one fork per input (a few milliseconds).
+``isolate=False`` measures in this process.
 """
 from __future__ import annotations
 
@@ -24,10 +30,14 @@ class TimingPolicy:
     min_repeats: int = 3
     max_repeats: int = 15
     target_seconds: float = 0.05
+    isolate: bool = True
+    timeout: float | None = 60.0   # seconds per variant and input, when isolated
 
     def __post_init__(self):
         if self.warmup < 1 or self.min_repeats < 1 or self.max_repeats < self.min_repeats:
             raise ValueError(f"invalid timing policy {self}")
+        if self.timeout is not None and not self.timeout > 0:
+            raise ValueError(f"invalid timing policy {self}: timeout must be positive or None")
 
 
 @dataclass
@@ -106,6 +116,12 @@ def measure_variants(variants: Mapping[str, Callable], args: tuple, *, reference
     if reference is None and reference_variant is not None:
         order.remove(reference_variant)
         order.insert(0, reference_variant)
+    if policy.isolate:
+        from .measurement_worker import measure_isolated
+        run = [n for n in order if allowed is None or allowed.get(n, True)]
+        times, failed = measure_isolated(variants, run, args, reference=reference, check=check, policy=policy)
+        failed.update({n: "excluded by constraint" for n in order if n not in run})
+        return {v: times.get(v) for v in variants}, failed
     have_reference = reference is not None
     for name in order:
         if allowed is not None and not allowed.get(name, True):
