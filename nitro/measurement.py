@@ -66,10 +66,14 @@ class TrainingRow:
             features = {str(k): float(v) for k, v in dict(data["features"]).items()}
             times = {str(k): (None if v is None else float(v)) for k, v in dict(data["times"]).items()}
             failed = {str(k): str(v) for k, v in dict(data.get("failed", {})).items()}
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
             raise ValueError(f"malformed training row: {exc!r}") from None
         if not isinstance(input_id, str) or not input_id:
             raise ValueError("malformed training row: 'input' must be a non-empty string")
+        bad = [k for k, v in features.items() if not math.isfinite(v)] + \
+              [k for k, v in times.items() if v is not None and not (math.isfinite(v) and v >= 0)]
+        if bad:
+            raise ValueError(f"malformed training row {input_id!r}: {bad} not finite (times: not negative)")
         return cls(input_id, features, times, failed)
 
 

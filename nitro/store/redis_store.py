@@ -9,11 +9,18 @@ import redis
 
 from ..measurement import TrainingRow
 from . import keys
-from .connection import StoreError, connect, describe
+from .connection import StoreError, clean, connect, describe
 
 
 def _dumps(obj) -> str:
     return json.dumps(obj, allow_nan=False, separators=(",", ":"))
+
+
+def _row_json(row: TrainingRow) -> str:
+    try:
+        return _dumps({**row.to_dict(), "schema": keys.SCHEMA_VERSION})
+    except ValueError as exc:   # NaN or inf: JSON, and the store, hold finite numbers only
+        raise ValueError(f"training row {row.input_id!r} holds a value that is not a finite number: {exc}") from None
 
 
 def _loads(raw, what: str):
@@ -37,14 +44,20 @@ class Store:
         self._check_schema()
 
     def __repr__(self):
-        return f"Store({describe(self.url)})"
+        return f"Store({self.name})"
+
+    @property
+    def name(self) -> str:
+        """The store as messages name it (never with its password)."""
+        return describe(self.url, self.client)
 
     # -- plumbing -----------------------------------------------------------------------
     def _call(self, fn, *args, **kwargs):
         try:
             return fn(*args, **kwargs)
         except redis.RedisError as exc:
-            raise StoreError(f"store {describe(self.url)} failed: {type(exc).__name__}") from None
+            raise StoreError(f"store {self.name} failed ({type(exc).__name__}: "
+                             f"{clean(exc, self.url)})") from None
 
     def _check_schema(self):
         found = self._call(self.client.get, keys.schema())
@@ -54,9 +67,9 @@ class Store:
         try:
             version = int(found)
         except ValueError:
-            raise StoreError(f"store {describe(self.url)} has an unreadable schema version") from None
+            raise StoreError(f"store {self.name} has an unreadable schema version") from None
         if version > keys.SCHEMA_VERSION:
-            raise StoreError(f"store {describe(self.url)} uses schema version {version}; this "
+            raise StoreError(f"store {self.name} uses schema version {version}; this "
                              f"nitro reads up to version {keys.SCHEMA_VERSION}: upgrade nitro")
 
     # -- computations ---------------------------------------------------------------------
@@ -90,14 +103,14 @@ class Store:
 
     # -- training rows -----------------------------------------------------------------------
     def put_row(self, computation: str, device_id: str, row: TrainingRow):
-        """Insert or atomically replace one input's row."""
+        """Insert or atomically replace one input's row (one MULTI/EXEC transaction)."""
         pipe = self.client.pipeline(transaction=True)
-        pipe.hset(keys.rows(computation, device_id), row.input_id, _dumps(row.to_dict()))
+        pipe.hset(keys.rows(computation, device_id), row.input_id, _row_json(row))
         pipe.sadd(keys.computation_devices(computation), device_id)
         self._call(pipe.execute)
 
     def put_rows(self, computation: str, device_id: str, rows: Iterable[TrainingRow]):
-        mapping = {r.input_id: _dumps(r.to_dict()) for r in rows}
+        mapping = {r.input_id: _row_json(r) for r in rows}
         if not mapping:
             return
         pipe = self.client.pipeline(transaction=True)
@@ -106,13 +119,24 @@ class Store:
         self._call(pipe.execute)
 
     def rows(self, computation: str, device_id: str) -> list[TrainingRow]:
+        """The device's training rows, each validated (a StoreError names a bad one)."""
+        self.meta(computation)
         raw = self._call(self.client.hgetall, keys.rows(computation, device_id))
         out = []
         for field, value in sorted(raw.items()):
+            where = f"{computation}/{device_id}/{field.decode(errors='replace')}"
+            data = _loads(value, f"training row {where}")
+            version = data.get("schema", 1) if isinstance(data, dict) else 1
+            if not isinstance(version, int) or version > keys.SCHEMA_VERSION:
+                raise StoreError(f"training row {where} was written with schema version {version!r}; "
+                                 f"this nitro reads up to version {keys.SCHEMA_VERSION}: upgrade nitro")
             try:
-                out.append(TrainingRow.from_dict(_loads(value, "training row")))
+                row = TrainingRow.from_dict(data)
             except ValueError as exc:
-                raise StoreError(f"{computation}/{device_id}/{field.decode()}: {exc}") from None
+                raise StoreError(f"{where}: {exc}") from None
+            if row.input_id != field.decode(errors="replace"):
+                raise StoreError(f"{where}: the row is stored under another input's id ({row.input_id!r})")
+            out.append(row)
         return out
 
     def recorded_inputs(self, computation: str, device_id: str) -> set[str]:
