@@ -23,6 +23,15 @@ def _row_json(row: TrainingRow) -> str:
         raise ValueError(f"training row {row.input_id!r} holds a value that is not a finite number: {exc}") from None
 
 
+def _field(raw: bytes, what: str, second) -> tuple:
+    """A ``"<name>|<key>"`` hash field, split and typed (``second`` converts the key)."""
+    try:
+        name, key = raw.decode().rsplit("|", 1) if second is int else raw.decode().split("|", 1)
+        return name, second(key)
+    except ValueError:
+        raise StoreError(f"malformed {what} field {raw[:60]!r} in the store") from None
+
+
 def _loads(raw, what: str):
     try:
         return json.loads(raw)
@@ -194,7 +203,7 @@ class Store:
 
     def profiles(self, computation: str, device_id: str) -> dict[tuple[str, str], dict]:
         raw = self._call(self.client.hgetall, keys.profiles(computation, device_id))
-        return {tuple(k.decode().split("|", 1)): _loads(v, "profile") for k, v in raw.items()}
+        return {_field(k, "profile", str): _loads(v, "profile") for k, v in raw.items()}
 
     def put_proxy_profiles(self, device_id: str, profiles: Mapping[tuple[str, int], Mapping]):
         mapping = {f"{p}|{phi}": _dumps(dict(m)) for (p, phi), m in profiles.items()}
@@ -203,11 +212,7 @@ class Store:
 
     def proxy_profiles(self, device_id: str) -> dict[tuple[str, int], dict]:
         raw = self._call(self.client.hgetall, keys.proxy_profiles(device_id))
-        out = {}
-        for k, v in raw.items():
-            proxy, phi = k.decode().rsplit("|", 1)
-            out[(proxy, int(phi))] = _loads(v, "proxy profile")
-        return out
+        return {_field(k, "proxy profile", int): _loads(v, "proxy profile") for k, v in raw.items()}
 
     # -- removal -----------------------------------------------------------------------------
     def drop_computation(self, computation: str):
