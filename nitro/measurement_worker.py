@@ -10,10 +10,8 @@ runs out of time (``timed out after 2.0 s``, the child is then killed), that var
 failed with the reason and a fresh child measures the remaining ones; it first re-runs the
 variant whose output is the reference, untimed, when the reference came from a variant.
 
-GNU OpenMP (libgomp) is not fork-safe: a child forked after the parent ran a parallel
-region hangs in its first one. Before each fork the parent therefore releases the thread
-pool of every loaded libgomp (``omp_pause_resource_all``, OpenMP 5.0); the pool is rebuilt
-on its next parallel region, in the parent and in the child alike.
+C++ variants using GNU OpenMP run in the child too: :mod:`nitro.forksafe` releases the
+parent's OpenMP thread pools before every fork (libgomp is not fork-safe otherwise).
 
 Cost: one fork per input plus one more after each crash — about 1-3 ms for a process with
 NumPy and scikit-learn loaded, i.e. well under a millisecond per variant for a handful of
@@ -23,7 +21,6 @@ POSIX only (``os.fork``).
 """
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import select
@@ -33,9 +30,8 @@ import time
 import warnings
 from typing import Any, Callable, Mapping
 
+from . import forksafe  # noqa: F401  (registers the OpenMP release before os.fork)
 from .measurement import TimingPolicy, time_call
-
-_OMP_PAUSE_HARD = 2   # omp_pause_resource_t
 
 
 def _measure_one(fn: Callable, args: tuple, policy: TimingPolicy, reference: Any, have_reference: bool,
@@ -89,31 +85,7 @@ def _exit_reason(status: int) -> str:
     return f"worker exited with code {os.WEXITSTATUS(status)}"
 
 
-_gomp = {"modules": -1, "libs": []}
-
-
-def _release_openmp_pools():
-    """Free the thread pools of the loaded GNU OpenMP runtimes, so the child starts clean.
-    The loaded libraries are looked up again only when Python has imported something new."""
-    if len(sys.modules) != _gomp["modules"]:
-        try:
-            with open("/proc/self/maps") as maps:
-                paths = {line.split()[-1] for line in maps if "libgomp" in line}
-        except OSError:
-            paths = set()
-        libs = []
-        for path in paths:
-            try:
-                libs.append(ctypes.CDLL(path, mode=os.RTLD_NOLOAD).omp_pause_resource_all)
-            except (OSError, AttributeError):
-                pass
-        _gomp.update(modules=len(sys.modules), libs=libs)
-    for pause in _gomp["libs"]:
-        pause(_OMP_PAUSE_HARD)
-
-
 def _fork(*child_args) -> tuple[int, int]:
-    _release_openmp_pools()
     read_fd, write_fd = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -43,7 +43,8 @@ class Store:
     """nitro's view of a Redis database.
 
     Every record is one Redis value written in one command or one MULTI/EXEC transaction,
-    so a reader never sees half a record. Nothing read back is unpickled or evaluated:
+    so a reader never sees half a record; every transaction touches the keys of one hash tag
+    only, so that it runs on one Redis Cluster slot. Nothing read back is unpickled or evaluated:
     records are JSON and are validated on load.
     """
 
@@ -95,11 +96,11 @@ class Store:
                 f"features {meta['features']}, not {variants} and {features}: use another name "
                 "or remove the stored computation first")
         if not meta:
-            pipe = self.client.pipeline(transaction=True)
-            pipe.hset(keys.meta(computation), mapping={"variants": _dumps(variants),
-                                                       "features": _dumps(features)})
-            pipe.sadd(keys.computations(), computation)
-            self._call(pipe.execute)
+            self._call(self.client.hset, keys.meta(computation),
+                       mapping={"variants": _dumps(variants), "features": _dumps(features)})
+        # after the metadata, so that a listed computation always has it (and idempotent, so
+        # that a crash between the two is repaired by the next declare)
+        self._call(self.client.sadd, keys.computations(), computation)
 
     def meta(self, computation: str, missing_ok: bool = False) -> dict | None:
         raw = self._call(self.client.hgetall, keys.meta(computation))
@@ -173,8 +174,8 @@ class Store:
             pipe.delete(keys.device(device_id))
         if mapping:
             pipe.hset(keys.device(device_id), mapping=mapping)
-        pipe.sadd(keys.devices_with_features(), device_id)
         self._call(pipe.execute)
+        self._call(self.client.sadd, keys.devices_with_features(), device_id)
 
     def device(self, device_id: str, missing_ok: bool = False) -> dict | None:
         raw = self._call(self.client.hgetall, keys.device(device_id))
@@ -217,10 +218,10 @@ class Store:
     # -- removal -----------------------------------------------------------------------------
     def drop_computation(self, computation: str):
         devices = self.devices(computation)
-        pipe = self.client.pipeline(transaction=True)
+        self._call(self.client.srem, keys.computations(), computation)
+        pipe = self.client.pipeline(transaction=True)   # keys of one hash tag: one cluster slot
         for d in devices:
             pipe.delete(keys.rows(computation, d), keys.model(computation, d),
                         keys.profiles(computation, d))
         pipe.delete(keys.meta(computation), keys.computation_devices(computation))
-        pipe.srem(keys.computations(), computation)
         self._call(pipe.execute)

@@ -160,3 +160,33 @@ def test_tls_with_a_password(redis_server, tls_files, caplog):
     assert "certificate verify failed" in messages[1]
     for text in messages + [repr(store), caplog.text]:
         assert PASSWORD not in text and QUOTED not in text
+
+
+def test_every_transaction_stays_in_one_cluster_slot(redis_server):
+    """The README's Redis Cluster claim: the keys of each MULTI/EXEC share one hash slot."""
+    from redis.crc import key_slot
+    server = redis_server()
+    store = Store(server.url)
+    transactions, current = [], None
+    with server.client().monitor() as monitor:
+        store.declare("c:1", ["a"], ["N"])
+        store.put_device("dev 1", {"cores": {"value": 2}})
+        store.put_row("c:1", "dev 1", TrainingRow("in1", {"N": 1.0}, {"a": 1.0}))
+        store.put_rows("c:1", "dev{2}", [TrainingRow("in2", {"N": 2.0}, {"a": 1.0})])
+        store.put_model("c:1", "dev 1", {"format": 1})
+        store.drop_computation("c:1")
+        store.client.set("nitro:end-of-test", 1)
+        for event in monitor.listen():
+            words = event["command"].split()
+            if words[0] == "MULTI":
+                current = []
+            elif words[0] == "EXEC":
+                transactions.append(current)
+                current = None
+            elif current is not None:
+                current += words[1:] if words[0] == "DEL" else words[1:2]
+            if words[:2] == ["SET", "nitro:end-of-test"]:
+                break
+    assert len(transactions) >= 4
+    for keys_ in transactions:
+        assert len({key_slot(k.encode()) for k in keys_}) == 1, keys_
