@@ -38,8 +38,8 @@ class RedisServer:
             return f"rediss://{auth}127.0.0.1:{self.port}/0?ssl_ca_certs={self.tls['ca']}"
         return f"redis://{auth}127.0.0.1:{self.port}/0"
 
-    def client(self) -> redis.Redis:
-        return redis.Redis.from_url(self.url)
+    def client(self, **kwargs) -> redis.Redis:
+        return redis.Redis.from_url(self.url, **kwargs)
 
     def start(self, wait: float = 10.0) -> "RedisServer":
         cmd = [self.exe, "--bind", "127.0.0.1", "--dir", str(self.dir), "--save", "",

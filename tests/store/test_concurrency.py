@@ -55,7 +55,7 @@ def shared_url(request):
 
 def test_eight_processes_record_a_thousand_rows_each(shared_url):
     ctx = multiprocessing.get_context("fork")
-    start = ctx.Barrier(WRITERS + 1)
+    start = ctx.Barrier(WRITERS + 1, timeout=60)
     procs = [ctx.Process(target=writer, args=(shared_url, w, start)) for w in range(WRITERS)]
     for p in procs:
         p.start()
@@ -69,7 +69,10 @@ def test_eight_processes_record_a_thousand_rows_each(shared_url):
         assert all(consistent(r) for r in rows)
         reads += 1
     for p in procs:
-        p.join()
+        p.join(60)
+        if p.is_alive():
+            p.kill()
+            p.join()
         assert p.exitcode == 0
     elapsed = time.monotonic() - began
     rows = reader.rows(COMP, DEVICE)

@@ -67,6 +67,16 @@ def wait_for(predicate, timeout=30.0, what="condition"):
         time.sleep(0.01)
 
 
+def join(child, timeout=60.0):
+    """Wait for a child process; one that hangs is killed and fails the test."""
+    child.join(timeout)
+    if child.is_alive():
+        child.kill()
+        child.join()
+        raise AssertionError(f"child process hung for {timeout} s")
+    assert child.exitcode == 0
+
+
 def test_server_killed_while_recording_then_resumed(redis_server, tmp_path):
     server = redis_server(args=PERSISTENT, password=PASSWORD)
     counter, outcome = tmp_path / "calls.txt", tmp_path / "outcome.txt"
@@ -76,8 +86,7 @@ def test_server_killed_while_recording_then_resumed(redis_server, tmp_path):
     child.start()
     wait_for(lambda: server.client().hlen(rows_key) >= 10, what="10 recorded rows")
     server.kill()
-    child.join(60)
-    assert child.exitcode == 0
+    join(child)
     message = outcome.read_text()
     assert message.startswith(f"StoreError: store redis://:***@127.0.0.1:{server.port}/0")
     assert PASSWORD not in message
@@ -137,14 +146,14 @@ def test_server_killed_during_tune_from_source(redis_server, tmp_path):
     planted_sources(store)
     last_read = keys.rows("toy", "dev5")         # the last source the tuner reads
     outcome = tmp_path / "outcome.txt"
-    with server.client().monitor() as monitor:
+    with server.client(socket_timeout=60).monitor() as monitor:
         child = multiprocessing.get_context("fork").Process(target=tune_child, args=(server.url, outcome))
         child.start()
         for event in monitor.listen():           # kill once every source has been read
             if event["command"].startswith("HGETALL") and last_read in event["command"]:
                 server.kill()
                 break
-    child.join(60)
+    join(child)
     message = outcome.read_text()
     assert message.startswith(f"StoreError: store redis://127.0.0.1:{server.port}/0 failed")
     server.start()
@@ -172,8 +181,7 @@ def test_embedded_store_survives_restarts_and_a_killed_client(tmp_path, monkeypa
     ctx = multiprocessing.get_context("fork")   # separate processes, like separate runs
     first = ctx.Process(target=embedded_writer, args=(data_dir, 0, 20, False))
     first.start()
-    first.join(60)
-    assert first.exitcode == 0
+    join(first)
     killed = ctx.Process(target=embedded_writer, args=(data_dir, 20, 20, True))
     killed.start()
     wait_for(lambda: (tmp_path / "written").exists(), what="the client to write")

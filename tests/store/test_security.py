@@ -168,7 +168,7 @@ def test_every_transaction_stays_in_one_cluster_slot(redis_server):
     server = redis_server()
     store = Store(server.url)
     transactions, current = [], None
-    with server.client().monitor() as monitor:
+    with server.client(socket_timeout=60).monitor() as monitor:
         store.declare("c:1", ["a"], ["N"])
         store.put_device("dev 1", {"cores": {"value": 2}})
         store.put_row("c:1", "dev 1", TrainingRow("in1", {"N": 1.0}, {"a": 1.0}))
