@@ -11,7 +11,8 @@ never be the best variant of that input.
 Isolation (``isolate=True``, the default): the variants of each input run in a forked
 worker process (:mod:`nitro.measurement_worker`), so one that segfaults or runs longer than
 ``timeout`` seconds is failed with the reason ("killed by SIGSEGV", "timed out after 60 s")
-instead of taking the tuner down; the cost is one fork per input (a few milliseconds).
+instead of taking the tuner down; the cost is one fork per input (17-30 ms measured on a
+loaded 2-core machine, under 10% of the default policy's timing work).
 ``isolate=False`` measures in this process.
 """
 from __future__ import annotations
