@@ -99,3 +99,19 @@ def test_any_dataset_directory_imports_valid_rows_or_raises_and_keeps_the_store(
         assert meta["variants"] and meta["features"] and result["rows"] > 0
         assert result["rows"] == sum(len(store.rows("imported", dev)) for dev in store.devices("imported"))
     assert [r.input_id for r in store.rows("keep", "dev")] == ["in0"]   # nothing lost
+
+
+@pytest.mark.parametrize("empty", ["measurements", "inputs", "devices"])
+def test_empty_tables_are_refused_before_anything_is_written(store, tmp_path, empty):
+    tables = {"measurements": "device,input,variant,time_s\nd1,i1,a,0.5\n",
+              "inputs": "input,N\ni1,3\n", "devices": "device,cores\nd1,4\n"}
+    tables[empty] = tables[empty].splitlines()[0] + "\n"          # the header only
+    for name, text in tables.items():
+        (tmp_path / f"{name}.csv").write_text(text)
+    if empty == "devices":                                          # devices are optional data
+        assert import_computation(store, "x", tmp_path) == {"devices": 1, "rows": 1}
+        return
+    with pytest.raises(ValueError, match=str(tmp_path)):
+        import_computation(store, "x", tmp_path)
+    assert store.computations() == []
+    assert feature_vector([], []) == []

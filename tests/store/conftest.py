@@ -64,7 +64,9 @@ class RedisServer:
                 log = (self.dir / "redis.log").read_text(errors="replace")[-2000:] \
                     if (self.dir / "redis.log").exists() else ""
                 self.stop()
-                raise RuntimeError(f"redis-server did not start: {cmd}\n{log}")
+                error = RuntimeError(f"redis-server did not start: {cmd}\n{log}")
+                error.log = log
+                raise error
             time.sleep(0.02)
 
     def kill(self):
