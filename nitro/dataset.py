@@ -79,7 +79,10 @@ class Measurements:
 def _read_csv(directory: Path, stem: str) -> pd.DataFrame:
     for name in (f"{stem}.csv", f"{stem}.csv.gz"):
         if (directory / name).exists():
-            return pd.read_csv(directory / name)
+            try:
+                return pd.read_csv(directory / name)
+            except (ValueError, OSError, EOFError) as exc:   # ParserError, EmptyDataError, bad gzip, encoding
+                raise ValueError(f"{directory / name}: not a readable CSV file: {exc}") from None
     raise FileNotFoundError(f"{directory} has no {stem}.csv or {stem}.csv.gz")
 
 
@@ -94,8 +97,9 @@ def load_dataset_dir(directory) -> Measurements:
         raise ValueError(f"{directory}/measurements: needs columns {sorted(need)}, has {list(meas.columns)}")
     meas["time_s"] = pd.to_numeric(meas["time_s"], errors="coerce")
     meas.loc[~np.isfinite(meas["time_s"]) | (meas["time_s"] <= 0), "time_s"] = np.nan
-    meas["device"] = meas["device"].astype(str)
-    meas["input"] = meas["input"].astype(str)
+    meas = meas.dropna(subset=["device", "input", "variant"])   # a row naming nothing is dropped
+    for col in ("device", "input", "variant"):
+        meas[col] = meas[col].astype(str)
     times = meas.pivot_table(index=["device", "input"], columns="variant", values="time_s",
                              aggfunc="median")
     times.columns.name = None

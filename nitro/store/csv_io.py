@@ -43,22 +43,31 @@ def import_computation(store: Store, computation: str, directory, variants=None,
     missing = set(features) - set(data.inputs.columns)
     if missing:
         raise ValueError(f"{directory}: inputs have no features {sorted(missing)}")
-    store.declare(computation, variants, features)
-    written = 0
+    if not variants:
+        raise ValueError(f"{directory}: no valid measurement (a finite, positive time_s) of any variant")
+    if not features:
+        raise ValueError(f"{directory}/inputs: no numeric input-feature column")
     inputs = data.inputs[features]
+    rows_by_device, device_records = {}, {}
     for device in data.device_ids:
         times = data.for_device(device).reindex(columns=variants)
         times = times[times.index.isin(inputs.index) & times.notna().any(axis=1)]
         feats = inputs.loc[times.index].to_numpy(dtype=float)
-        rows = [TrainingRow(str(iid), dict(zip(features, f.tolist())),
-                            {v: (None if not math.isfinite(t) else float(t)) for v, t in zip(variants, tt)})
-                for iid, f, tt in zip(times.index, feats, times.to_numpy(dtype=float))]
+        rows_by_device[device] = [
+            TrainingRow(str(iid), dict(zip(features, f.tolist())),
+                        {v: (None if not math.isfinite(t) else float(t)) for v, t in zip(variants, tt)})
+            for iid, f, tt in zip(times.index, feats, times.to_numpy(dtype=float))]
         if device in data.devices.index:
             rec = data.devices.loc[device]
-            store.put_device(device, {k: {"value": float(v), "unit": "", "source": "datasheet"}
+            device_records[device] = {k: {"value": float(v), "unit": "", "source": "datasheet"}
                                       for k, v in rec.items()
-                                      if isinstance(v, (int, float, np.number)) and np.isfinite(v)},
-                             replace=False)
+                                      if isinstance(v, (int, float, np.number)) and np.isfinite(v)}
+    written = sum(len(r) for r in rows_by_device.values())
+    if not written:
+        raise ValueError(f"{directory}: no input has both finite features and a measurement")
+    store.declare(computation, variants, features)
+    for device, rows in rows_by_device.items():
+        if device in device_records:
+            store.put_device(device, device_records[device], replace=False)
         store.put_rows(computation, device, rows)
-        written += len(rows)
     return {"devices": len(data.device_ids), "rows": written}

@@ -9,11 +9,27 @@ import redis
 
 from ..measurement import TrainingRow
 from . import keys
-from .connection import StoreError, connect, describe
+from .connection import StoreError, clean, connect, describe
 
 
 def _dumps(obj) -> str:
     return json.dumps(obj, allow_nan=False, separators=(",", ":"))
+
+
+def _row_json(row: TrainingRow) -> str:
+    try:
+        return _dumps({**row.to_dict(), "schema": keys.SCHEMA_VERSION})
+    except ValueError as exc:   # NaN or inf: JSON, and the store, hold finite numbers only
+        raise ValueError(f"training row {row.input_id!r} holds a value that is not a finite number: {exc}") from None
+
+
+def _field(raw: bytes, what: str, second) -> tuple:
+    """A ``"<name>|<key>"`` hash field, split and typed (``second`` converts the key)."""
+    try:
+        name, key = raw.decode().rsplit("|", 1) if second is int else raw.decode().split("|", 1)
+        return name, second(key)
+    except ValueError:
+        raise StoreError(f"malformed {what} field {raw[:60]!r} in the store") from None
 
 
 def _loads(raw, what: str):
@@ -27,7 +43,8 @@ class Store:
     """nitro's view of a Redis database.
 
     Every record is one Redis value written in one command or one MULTI/EXEC transaction,
-    so a reader never sees half a record. Nothing read back is unpickled or evaluated:
+    so a reader never sees half a record; every transaction touches the keys of one hash tag
+    only, so that it runs on one Redis Cluster slot. Nothing read back is unpickled or evaluated:
     records are JSON and are validated on load.
     """
 
@@ -37,14 +54,20 @@ class Store:
         self._check_schema()
 
     def __repr__(self):
-        return f"Store({describe(self.url)})"
+        return f"Store({self.name})"
+
+    @property
+    def name(self) -> str:
+        """The store as messages name it (never with its password)."""
+        return describe(self.url, self.client)
 
     # -- plumbing -----------------------------------------------------------------------
     def _call(self, fn, *args, **kwargs):
         try:
             return fn(*args, **kwargs)
         except redis.RedisError as exc:
-            raise StoreError(f"store {describe(self.url)} failed: {type(exc).__name__}") from None
+            raise StoreError(f"store {self.name} failed ({type(exc).__name__}: "
+                             f"{clean(exc, self.url)})") from None
 
     def _check_schema(self):
         found = self._call(self.client.get, keys.schema())
@@ -54,9 +77,9 @@ class Store:
         try:
             version = int(found)
         except ValueError:
-            raise StoreError(f"store {describe(self.url)} has an unreadable schema version") from None
+            raise StoreError(f"store {self.name} has an unreadable schema version") from None
         if version > keys.SCHEMA_VERSION:
-            raise StoreError(f"store {describe(self.url)} uses schema version {version}; this "
+            raise StoreError(f"store {self.name} uses schema version {version}; this "
                              f"nitro reads up to version {keys.SCHEMA_VERSION}: upgrade nitro")
 
     # -- computations ---------------------------------------------------------------------
@@ -73,11 +96,11 @@ class Store:
                 f"features {meta['features']}, not {variants} and {features}: use another name "
                 "or remove the stored computation first")
         if not meta:
-            pipe = self.client.pipeline(transaction=True)
-            pipe.hset(keys.meta(computation), mapping={"variants": _dumps(variants),
-                                                       "features": _dumps(features)})
-            pipe.sadd(keys.computations(), computation)
-            self._call(pipe.execute)
+            self._call(self.client.hset, keys.meta(computation),
+                       mapping={"variants": _dumps(variants), "features": _dumps(features)})
+        # after the metadata, so that a listed computation always has it (and idempotent, so
+        # that a crash between the two is repaired by the next declare)
+        self._call(self.client.sadd, keys.computations(), computation)
 
     def meta(self, computation: str, missing_ok: bool = False) -> dict | None:
         raw = self._call(self.client.hgetall, keys.meta(computation))
@@ -90,14 +113,14 @@ class Store:
 
     # -- training rows -----------------------------------------------------------------------
     def put_row(self, computation: str, device_id: str, row: TrainingRow):
-        """Insert or atomically replace one input's row."""
+        """Insert or atomically replace one input's row (one MULTI/EXEC transaction)."""
         pipe = self.client.pipeline(transaction=True)
-        pipe.hset(keys.rows(computation, device_id), row.input_id, _dumps(row.to_dict()))
+        pipe.hset(keys.rows(computation, device_id), row.input_id, _row_json(row))
         pipe.sadd(keys.computation_devices(computation), device_id)
         self._call(pipe.execute)
 
     def put_rows(self, computation: str, device_id: str, rows: Iterable[TrainingRow]):
-        mapping = {r.input_id: _dumps(r.to_dict()) for r in rows}
+        mapping = {r.input_id: _row_json(r) for r in rows}
         if not mapping:
             return
         pipe = self.client.pipeline(transaction=True)
@@ -106,13 +129,24 @@ class Store:
         self._call(pipe.execute)
 
     def rows(self, computation: str, device_id: str) -> list[TrainingRow]:
+        """The device's training rows, each validated (a StoreError names a bad one)."""
+        self.meta(computation)
         raw = self._call(self.client.hgetall, keys.rows(computation, device_id))
         out = []
         for field, value in sorted(raw.items()):
+            where = f"{computation}/{device_id}/{field.decode(errors='replace')}"
+            data = _loads(value, f"training row {where}")
+            version = data.get("schema", 1) if isinstance(data, dict) else 1
+            if not isinstance(version, int) or version > keys.SCHEMA_VERSION:
+                raise StoreError(f"training row {where} was written with schema version {version!r}; "
+                                 f"this nitro reads up to version {keys.SCHEMA_VERSION}: upgrade nitro")
             try:
-                out.append(TrainingRow.from_dict(_loads(value, "training row")))
+                row = TrainingRow.from_dict(data)
             except ValueError as exc:
-                raise StoreError(f"{computation}/{device_id}/{field.decode()}: {exc}") from None
+                raise StoreError(f"{where}: {exc}") from None
+            if row.input_id != field.decode(errors="replace"):
+                raise StoreError(f"{where}: the row is stored under another input's id ({row.input_id!r})")
+            out.append(row)
         return out
 
     def recorded_inputs(self, computation: str, device_id: str) -> set[str]:
@@ -140,8 +174,8 @@ class Store:
             pipe.delete(keys.device(device_id))
         if mapping:
             pipe.hset(keys.device(device_id), mapping=mapping)
-        pipe.sadd(keys.devices_with_features(), device_id)
         self._call(pipe.execute)
+        self._call(self.client.sadd, keys.devices_with_features(), device_id)
 
     def device(self, device_id: str, missing_ok: bool = False) -> dict | None:
         raw = self._call(self.client.hgetall, keys.device(device_id))
@@ -170,7 +204,7 @@ class Store:
 
     def profiles(self, computation: str, device_id: str) -> dict[tuple[str, str], dict]:
         raw = self._call(self.client.hgetall, keys.profiles(computation, device_id))
-        return {tuple(k.decode().split("|", 1)): _loads(v, "profile") for k, v in raw.items()}
+        return {_field(k, "profile", str): _loads(v, "profile") for k, v in raw.items()}
 
     def put_proxy_profiles(self, device_id: str, profiles: Mapping[tuple[str, int], Mapping]):
         mapping = {f"{p}|{phi}": _dumps(dict(m)) for (p, phi), m in profiles.items()}
@@ -179,19 +213,15 @@ class Store:
 
     def proxy_profiles(self, device_id: str) -> dict[tuple[str, int], dict]:
         raw = self._call(self.client.hgetall, keys.proxy_profiles(device_id))
-        out = {}
-        for k, v in raw.items():
-            proxy, phi = k.decode().rsplit("|", 1)
-            out[(proxy, int(phi))] = _loads(v, "proxy profile")
-        return out
+        return {_field(k, "proxy profile", int): _loads(v, "proxy profile") for k, v in raw.items()}
 
     # -- removal -----------------------------------------------------------------------------
     def drop_computation(self, computation: str):
         devices = self.devices(computation)
-        pipe = self.client.pipeline(transaction=True)
+        self._call(self.client.srem, keys.computations(), computation)
+        pipe = self.client.pipeline(transaction=True)   # keys of one hash tag: one cluster slot
         for d in devices:
             pipe.delete(keys.rows(computation, d), keys.model(computation, d),
                         keys.profiles(computation, d))
         pipe.delete(keys.meta(computation), keys.computation_devices(computation))
-        pipe.srem(keys.computations(), computation)
         self._call(pipe.execute)

@@ -1,0 +1,193 @@
+"""A shared store is an attack surface: nothing read from it is unpickled or evaluated,
+passwords and TLS work and never appear in messages or logs, names cannot reach other keys."""
+import ast
+import logging
+import pickle
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import redis
+
+import nitro
+from nitro import autotuner, code_variant
+from nitro.measurement import TrainingRow
+from nitro.store import Store, StoreError, keys
+from nitro.store.connection import connect, redact
+
+PASSWORD = "s3cret-Pa55/word"
+QUOTED = "s3cret-Pa55%2Fword"       # as it is written in a URL
+
+
+class Exploit:
+    """Unpickling this runs a shell command that creates a file."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        import os
+        return os.system, (f"touch {self.marker}",)
+
+
+def plant(client: redis.Redis, marker: Path):
+    """Put a pickle payload or an eval payload in every kind of key nitro reads."""
+    payload = pickle.dumps(Exploit(marker))
+    code = f"__import__('os').system('touch {marker}')".encode()
+    client.set(keys.model("hist", "dev1"), payload)
+    client.hset(keys.meta("evil"), mapping={"variants": code, "features": payload})
+    client.sadd(keys.computations(), "evil")
+    client.hset(keys.rows("hist", "dev1"), "in1", payload)
+    client.hset(keys.rows("hist", "dev2"), "in1", code)
+    client.hset(keys.device("dev1"), "cores", payload)
+    client.hset(keys.profiles("hist", "dev1"), "a|in1", payload)
+    client.hset(keys.proxy_profiles("dev1"), "stream|4", code)
+    client.hset(keys.proxy_profiles("dev2"), payload, b"{}")
+
+
+def test_nothing_read_from_the_store_is_unpickled_or_evaluated(store, tmp_path):
+    marker = tmp_path / "pwned"
+    store.declare("hist", ["a", "b"], ["N"])
+    plant(store.client, marker)
+    readers = [lambda: store.model("hist", "dev1"), lambda: store.meta("evil"),
+               lambda: store.rows("hist", "dev1"), lambda: store.rows("hist", "dev2"),
+               lambda: store.device("dev1"), lambda: store.profiles("hist", "dev1"),
+               lambda: store.proxy_profiles("dev1"), lambda: store.proxy_profiles("dev2")]
+    for read in readers:
+        with pytest.raises(StoreError, match="malformed"):
+            read()
+    cv = code_variant("hist", {"a": abs, "b": abs}, {"N": float})
+    with pytest.raises(StoreError, match="malformed model"):
+        autotuner("hist", store=store, progress=False).load_model(cv, "dev1")
+    store.client.set(keys.schema(), pickle.dumps(Exploit(marker)))
+    with pytest.raises(StoreError, match="unreadable schema version"):
+        Store(client=store.client)
+    assert not marker.exists()
+
+
+FORBIDDEN_MODULES = {"pickle", "cPickle", "dill", "cloudpickle", "marshal", "shelve", "yaml", "jsonpickle"}
+FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__", "read_pickle", "to_pickle"}
+
+
+def test_nitro_has_no_code_path_that_unpickles_or_evaluates():
+    """Static check of nitro's source: no deserialiser that can run code, no eval."""
+    found = []
+    for path in Path(nitro.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                found += [(path.name, a.name) for a in node.names if a.name.split(".")[0] in FORBIDDEN_MODULES]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                if node.module.split(".")[0] in FORBIDDEN_MODULES:
+                    found.append((path.name, node.module))
+            elif isinstance(node, ast.Call):
+                f = node.func
+                name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+                if name in FORBIDDEN_CALLS:
+                    found.append((path.name, name))
+                if name == "load" and isinstance(f, ast.Attribute) and getattr(f.value, "id", "") == "joblib":
+                    found.append((path.name, "joblib.load"))
+                if any(k.arg == "allow_pickle" for k in node.keywords):
+                    found.append((path.name, "allow_pickle"))
+    assert found == []
+
+
+def test_password_protected_server(redis_server, caplog):
+    server = redis_server(password=PASSWORD)
+    caplog.set_level(logging.DEBUG)
+    url = f"redis://:{QUOTED}@127.0.0.1:{server.port}/0"
+    store = Store(url)
+    store.declare("hist", ["a"], ["N"])
+    store.put_row("hist", "dev", TrainingRow("in1", {"N": 1.0}, {"a": 1.0}))
+    assert [r.input_id for r in store.rows("hist", "dev")] == ["in1"]
+    messages = [repr(store), store.name]
+    for bad in (f"redis://:wrong-{QUOTED}@127.0.0.1:{server.port}/0",   # wrong password
+                f"redis://127.0.0.1:{server.port}/0",                   # none given
+                f"redis://127.0.0.1:{server.port}/0?password=nope-{QUOTED}"):
+        with pytest.raises(StoreError, match="does not answer") as err:
+            connect(bad)
+        messages.append(str(err.value))
+    assert "authenticat" in messages[3].lower()          # says why: no password given
+    server.kill()                                  # an error in the middle of work
+    with pytest.raises(StoreError, match=f"store redis://:\\*\\*\\*@127.0.0.1:{server.port}/0 failed") as err:
+        store.rows("hist", "dev")
+    messages.append(str(err.value))
+    for text in messages + [caplog.text]:
+        assert PASSWORD not in text and QUOTED not in text
+    assert redact(f"rediss://u:{QUOTED}@h:1/0?password=x&db=0") == "rediss://u:***@h:1/0?password=***&db=0"
+
+
+@pytest.fixture
+def tls_files(tmp_path):
+    """A throwaway CA and a server certificate for 127.0.0.1, made with the openssl CLI."""
+    if not shutil.which("openssl"):
+        pytest.skip("no openssl CLI to make a test certificate")
+    d = tmp_path / "tls"
+    d.mkdir()
+
+    def run(*args):
+        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
+
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+        "-days", "1", "-subj", "/CN=nitro test CA")
+    run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
+        "-subj", "/CN=127.0.0.1")
+    (d / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    run("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+        "-out", "server.pem", "-days", "1", "-extfile", "ext.cnf")
+    return {"ca": str(d / "ca.pem"), "cert": str(d / "server.pem"), "key": str(d / "server.key")}
+
+
+def test_tls_with_a_password(redis_server, tls_files, caplog):
+    try:
+        server = redis_server(tls=tls_files, password=PASSWORD)
+    except RuntimeError as exc:   # a build without TLS refuses the tls-* options
+        log = getattr(exc, "log", "")
+        if "Bad directive" in log or "TLS" in log.upper():
+            pytest.skip(f"this redis-server build has no TLS support: {log[-300:]}")
+        raise
+    caplog.set_level(logging.DEBUG)
+    url = f"rediss://:{QUOTED}@127.0.0.1:{server.port}/0?ssl_ca_certs={tls_files['ca']}"
+    store = Store(url)
+    store.declare("hist", ["a"], ["N"])
+    store.put_row("hist", "dev", TrainingRow("in1", {"N": 1.0}, {"a": 1.0}))
+    assert [r.input_id for r in Store(url).rows("hist", "dev")] == ["in1"]
+    messages = []
+    for bad in (f"redis://:{QUOTED}@127.0.0.1:{server.port}/0",      # plain text to a TLS port
+                f"rediss://:{QUOTED}@127.0.0.1:{server.port}/0"):    # certificate not trusted
+        with pytest.raises(StoreError, match=f"store .*127.0.0.1:{server.port}/0 does not answer") as err:
+            Store(bad)
+        messages.append(str(err.value))
+    assert "certificate verify failed" in messages[1]
+    for text in messages + [repr(store), caplog.text]:
+        assert PASSWORD not in text and QUOTED not in text
+
+
+def test_every_transaction_stays_in_one_cluster_slot(redis_server):
+    """The README's Redis Cluster claim: the keys of each MULTI/EXEC share one hash slot."""
+    from redis.crc import key_slot
+    server = redis_server()
+    store = Store(server.url)
+    transactions, current = [], None
+    with server.client(socket_timeout=60).monitor() as monitor:
+        store.declare("c:1", ["a"], ["N"])
+        store.put_device("dev 1", {"cores": {"value": 2}})
+        store.put_row("c:1", "dev 1", TrainingRow("in1", {"N": 1.0}, {"a": 1.0}))
+        store.put_rows("c:1", "dev{2}", [TrainingRow("in2", {"N": 2.0}, {"a": 1.0})])
+        store.put_model("c:1", "dev 1", {"format": 1})
+        store.drop_computation("c:1")
+        store.client.set("nitro:end-of-test", 1)
+        for event in monitor.listen():
+            words = event["command"].split()
+            if words[0] == "MULTI":
+                current = []
+            elif words[0] == "EXEC":
+                transactions.append(current)
+                current = None
+            elif current is not None:
+                current += words[1:] if words[0] == "DEL" else words[1:2]
+            if words[:2] == ["SET", "nitro:end-of-test"]:
+                break
+    assert len(transactions) >= 4
+    for keys_ in transactions:
+        assert len({key_slot(k.encode()) for k in keys_}) == 1, keys_
