@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 
 #include "cpu_microbench.hpp"
+#include "callgrind_markers.hpp"
 #include "cpu_proxies.hpp"
 #include "histogram.hpp"
 
@@ -56,6 +57,12 @@ PYBIND11_MODULE(_variants, m) {
       .value("SP_GFLOP", Kind::SpFlop).value("DP_GFLOP", Kind::DpFlop).value("ATOMIC", Kind::Atomic)
       .value("MEM_BW", Kind::MemBw).value("SH_MEM_BW", Kind::ShMemBw);
   px.def("run", &nitro::proxies::run, py::arg("kind"), py::arg("phi"), py::arg("n"), released);
+  // ---- profiling ----
+  py::module_ pr = m.def_submodule("profiling", "callgrind client requests bracketing a profiled call");
+  pr.def("available", &nitro::profiling::available);
+  pr.def("start", &nitro::profiling::start);
+  pr.def("stop", &nitro::profiling::stop);
+  pr.def("dump", &nitro::profiling::dump);
 #ifdef NITRO_WITH_CUDA
   m.attr("HAVE_CUDA") = true;
 #else
