@@ -11,13 +11,17 @@ def current_device_id() -> str:
 
 def describe(device: str = "cpu", measure: bool = True) -> dict:
     """Feature record ``name -> {"value", "unit", "source"}`` of a local device: what the
-    operating system reports, plus (``measure``) the microbenchmarks' figures."""
+    operating system reports, plus (``measure``) the microbenchmarks' figures, plus the
+    published figures of its model that neither gives (``source: "datasheet"``; marked missing
+    with the reason when the model is not in :mod:`nitro.devices.datasheet`)."""
     if device in ("cpu", cpu_device_id()):
         record = describe_cpu()
         if measure:
             from .microbench import measure_cpu
             record.update(measure_cpu())
-        return record
+        from . import datasheet
+        from .cpu import _model_name
+        return datasheet.fill(record, _model_name(), kind="cpu")
     raise ValueError(f"unknown local device {device!r}; known: 'cpu' ({cpu_device_id()})")
 
 
