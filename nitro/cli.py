@@ -108,7 +108,7 @@ def cmd_profile(args):
     size = lambda a: sum(x.nbytes for x in (a if isinstance(a, tuple) else (a,)) if isinstance(x, np.ndarray))  # noqa: E731
     small = [(a, i) for a, i in zip(train, ids) if size(a) <= args.max_bytes][:args.inputs]
     if not small:
-        raise SystemExit(f"no training input of {args.computation!r} has at most {args.max_bytes} bytes")
+        raise ValueError(f"no training input of {args.computation!r} has at most {args.max_bytes} bytes")
     store = _store(args)
     tuner = Autotuner(cv.name, store=store, progress=False)
     tuner.set_training_args([a for a, _ in small], ids=[i for _, i in small])

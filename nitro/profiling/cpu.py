@@ -119,6 +119,8 @@ def read_costs(path: Path, objects: Iterable[str]) -> dict[tuple[str, int], list
         if line.startswith("events:"):
             events = line.split()[1:]
             continue
+        if line.startswith("positions:") and line.split()[1:] != ["instr"]:
+            raise ValueError(f"{path}: expected instruction positions only (--dump-line=no), got {line!r}")
         if line.startswith(("ob=", "cob=")):  # object names are compressed to "(id)" after first use
             m = re.match(r"c?ob=(\((\d+)\))?\s*(.*)", line)
             ident, name = m.group(2), m.group(3).strip()

@@ -29,6 +29,7 @@ def test_unpicklable_calls_are_refused():
         cpu.profile_call(lambda x: x, (1,))
 
 
+@pytest.mark.slow
 def test_recorded_profiles_cover_variants_inputs_and_proxies(recorded_cpu_profiles):
     r = recorded_cpu_profiles
     assert r["counts"]["variant_profiles"] == 6 * 2 and r["counts"]["proxy_profiles"] == 5 * 6
@@ -46,6 +47,7 @@ KIND_METRIC = {"SP-GFLOP": "inst_fp_32", "DP-GFLOP": "inst_fp_64", "ATOMIC": "in
                "MEM-BW": "ll_read_miss", "SH-MEM-BW": "l1_hit_load"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("proxy", list(PROXIES))
 def test_proxy_intensity_sets_its_share_of_instructions(recorded_cpu_profiles, proxy):
     shares = np.array([recorded_cpu_profiles["proxies"][(proxy, phi)][KIND_METRIC[proxy]] for phi in INTENSITIES])
@@ -58,6 +60,7 @@ def test_proxy_intensity_sets_its_share_of_instructions(recorded_cpu_profiles, p
             assert recorded_cpu_profiles["proxies"][(proxy, 5)][metric] < 0.02
 
 
+@pytest.mark.slow
 def test_histogram_variants_have_the_expected_mix(recorded_cpu_profiles):
     by_variant = {}
     for (v, _), m in recorded_cpu_profiles["variants"].items():
@@ -70,3 +73,15 @@ def test_histogram_variants_have_the_expected_mix(recorded_cpu_profiles):
             assert atomic < 0.02
         assert all(m["inst_fp_32"] == 0 and m["inst_fp_64"] == 0 for m in ms)
         assert all(m["inst_load"] > 0.1 for m in ms)
+
+
+def test_profile_command_and_method_refuse_bad_requests(capsys):
+    from nitro import autotuner
+    from nitro.benchmarks import histogram
+    from nitro.cli import main
+    assert main(["profile", "nope"]) == 2
+    assert "unknown benchmark family 'nope'" in capsys.readouterr().err
+    assert main(["profile", "histogram", "--max-bytes", "10"]) == 2
+    assert "at most 10 bytes" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="set_training_args"):
+        autotuner("histogram", progress=False).profile([histogram.make_code_variant()])

@@ -1,7 +1,10 @@
 """P-DFS (Algorithm 1) on real CPU profiles recorded by ``tuner.profile`` (callgrind)."""
+import pytest
+
 from nitro.transfer.pdfs import PROXY_FEATURES, profile_dfs, select_proxies
 
 
+@pytest.mark.slow
 def test_pdfs_names_atomic_for_the_atomic_heavy_histograms(recorded_cpu_profiles):
     r = recorded_cpu_profiles
     winners = select_proxies(r["proxies"], r["variants"])
@@ -13,6 +16,7 @@ def test_pdfs_names_atomic_for_the_atomic_heavy_histograms(recorded_cpu_profiles
     assert not any({"SP-GFLOP", "DP-GFLOP"} & set(w) for w in winners.values()), winners
 
 
+@pytest.mark.slow
 def test_pdfs_keeps_the_atomic_features(recorded_cpu_profiles):
     r = recorded_cpu_profiles
     available = ["cores", "clock_mhz", "peak_gflops_dp", "global_atomic_ns", "shared_atomic_ns", "peak_gbps",
