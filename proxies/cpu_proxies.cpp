@@ -37,16 +37,18 @@ inline void keep(T& v) {
   const std::uint64_t step = static_cast<std::uint64_t>(omp_get_thread_num()) + 1
 #define NITRO_FILLER_SUM (k0 + k1 + k2 + k3 + k4)
 
-// Runs ELEMENT(i) for i in [0, n), shared among the threads of the enclosing parallel region.
-#define NITRO_FOR_EACH(n, ELEMENT)                                   \
-  {                                                                  \
-    const std::size_t blocks_ = (n) / 4;                             \
-    _Pragma("omp for schedule(static) nowait")                       \
-    for (std::size_t b_ = 0; b_ < blocks_; ++b_) {                   \
-      ELEMENT(4 * b_) ELEMENT(4 * b_ + 1) ELEMENT(4 * b_ + 2) ELEMENT(4 * b_ + 3) \
-    }                                                                \
-    _Pragma("omp for schedule(static)")                              \
-    for (std::size_t i_ = blocks_ * 4; i_ < (n); ++i_) { ELEMENT(i_) } \
+// This thread's even share [begin, end) of [0, n) inside a parallel region (no barriers).
+inline std::pair<std::size_t, std::size_t> share(std::size_t n) {
+  const std::size_t t = omp_get_thread_num(), T = omp_get_num_threads();
+  return {n * t / T, n * (t + 1) / T};
+}
+
+// Runs ELEMENT(i) for i in [begin, end), four elements per loop iteration.
+#define NITRO_FOR_RANGE(begin, end, ELEMENT)                                      \
+  {                                                                               \
+    std::size_t i_ = (begin);                                                     \
+    for (; i_ + 4 <= (end); i_ += 4) { ELEMENT(i_) ELEMENT(i_ + 1) ELEMENT(i_ + 2) ELEMENT(i_ + 3) } \
+    for (; i_ < (end); ++i_) { ELEMENT(i_) }                                      \
   }
 
 template <int PHI, class Real>
@@ -60,7 +62,8 @@ std::uint64_t flops(std::size_t n) {
     NITRO_FILLERS;
 #define NITRO_FLOP(S) a##S += b; keep(a##S);
 #define NITRO_FLOP_ELEMENT(i) NITRO_ELEMENT(NITRO_FLOP)
-    NITRO_FOR_EACH(n, NITRO_FLOP_ELEMENT)
+    const auto [begin, end] = share(n);
+    NITRO_FOR_RANGE(begin, end, NITRO_FLOP_ELEMENT)
     total += static_cast<double>(a0 + a1 + a2 + a3 + a4);
     ints += NITRO_FILLER_SUM;
   }
@@ -79,7 +82,8 @@ std::uint64_t atomics(std::size_t n) {
     NITRO_FILLERS;
 #define NITRO_ATOMIC(S) __atomic_fetch_add(bin + (S) * kLine, 1, __ATOMIC_RELAXED);
 #define NITRO_ATOMIC_ELEMENT(i) NITRO_ELEMENT(NITRO_ATOMIC)
-    NITRO_FOR_EACH(n, NITRO_ATOMIC_ELEMENT)
+    const auto [begin, end] = share(n);
+    NITRO_FOR_RANGE(begin, end, NITRO_ATOMIC_ELEMENT)
     ints += NITRO_FILLER_SUM;
   }
   volatile std::uint64_t sink = ints;
@@ -101,11 +105,13 @@ std::uint64_t loads(std::size_t n, std::size_t span) {
   {
     std::uint64_t c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0;
     NITRO_FILLERS;
-    for (std::size_t start = 0; start < n; start += per_pass) {
-      const std::size_t count = std::min(per_pass, n - start);
+    const auto [begin, end] = share(n);
+    for (std::size_t i = begin; i < end;) {  // element i reads pass position i % per_pass
+      const std::size_t j = i % per_pass, count = std::min(per_pass - j, end - i);
 #define NITRO_LOAD(S) c##S += p[(S) * kLine]; keep(c##S);
-#define NITRO_LOAD_ELEMENT(i) { const std::uint64_t* p = data + (i) * kSlots * kLine; NITRO_ELEMENT(NITRO_LOAD) }
-      NITRO_FOR_EACH(count, NITRO_LOAD_ELEMENT)
+#define NITRO_LOAD_ELEMENT(k) { const std::uint64_t* p = data + (k) * kSlots * kLine; NITRO_ELEMENT(NITRO_LOAD) }
+      NITRO_FOR_RANGE(j, j + count, NITRO_LOAD_ELEMENT)
+      i += count;
     }
     sum += c0 + c1 + c2 + c3 + c4 + (NITRO_FILLER_SUM & 1);
   }

@@ -134,7 +134,7 @@ def fill(record: dict, model: str, kind: str = "cpu") -> dict:
     lacking = lambda name: out.get(name, {}).get("value") is None  # noqa: E731
     row = lookup(model)
     if row is None or row["kind"] != kind:
-        reason = f"{kind} model {model!r} is not in nitro's datasheet ({PATH.name})"
+        reason = f"{kind} model {model!r} is not in the datasheet"
         for name in _kind_features(kind):
             if lacking(name):
                 out[name] = {"value": None, "unit": UNITS[name], "source": "datasheet", "missing": reason}

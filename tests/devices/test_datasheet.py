@@ -77,7 +77,7 @@ def test_fill_adds_only_what_the_record_lacks():
 
 def test_unknown_model_fills_nothing_and_says_so():
     out = datasheet.fill({}, "Some Future CPU 9999")
-    assert out and all(r["value"] is None and "not in nitro's datasheet" in r["missing"] for r in out.values())
+    assert out and all(r["value"] is None and "not in the datasheet" in r["missing"] for r in out.values())
     assert devices.feature_values(out) == {}
 
 
