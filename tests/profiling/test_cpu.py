@@ -85,3 +85,16 @@ def test_profile_command_and_method_refuse_bad_requests(capsys):
     assert "at most 10 bytes" in capsys.readouterr().err
     with pytest.raises(ValueError, match="set_training_args"):
         autotuner("histogram", progress=False).profile([histogram.make_code_variant()])
+
+
+def test_read_costs_follows_callgrind_compression(tmp_path):
+    out = tmp_path / "callgrind.out.1"
+    out.write_text("\n".join([
+        "version: 1", "positions: instr", "events: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw",
+        "ob=(1) /lib/other.so", "fn=(1) f", "0x10 5 5",
+        "cob=(2) /mod/ext.so", "cfn=(2) g", "calls=1 0x20", "0x14 100 7",  # inclusive call cost: skipped
+        "ob=(2)", "fn=(2)", "0x20 3 1 0 0 1", "+4 3", "* 2 0 2", "-4 1 1",
+        "totals: 14"]) + "\n")
+    costs = cpu.read_costs(out, ["/mod/ext.so"])
+    assert costs == {("/mod/ext.so", 0x20): [4, 2, 0, 0, 1, 0, 0, 0, 0],
+                     ("/mod/ext.so", 0x24): [5, 0, 2, 0, 0, 0, 0, 0, 0]}
