@@ -116,6 +116,36 @@ def cmd_devices(args):
     _emit(args, records, "\n".join(lines))
 
 
+def cmd_profile(args):
+    import time
+
+    import numpy as np
+
+    from .benchmarks import load
+    from .transfer.pdfs import select_proxies
+    from .tuner import Autotuner
+    family = load(args.computation)
+    cv = family.make_code_variant()
+    (train, ids), _ = family.train_test_inputs()
+    size = lambda a: sum(x.nbytes for x in (a if isinstance(a, tuple) else (a,)) if isinstance(x, np.ndarray))  # noqa: E731
+    small = [(a, i) for a, i in zip(train, ids) if size(a) <= args.max_bytes][:args.inputs]
+    if not small:
+        raise ValueError(f"no training input of {args.computation!r} has at most {args.max_bytes} bytes")
+    store = _store(args)
+    tuner = Autotuner(cv.name, store=store, progress=False)
+    tuner.set_training_args([a for a, _ in small], ids=[i for _, i in small])
+    start = time.perf_counter()
+    result = tuner.profile([cv], reprofile=args.reprofile)
+    result["seconds"] = round(time.perf_counter() - start, 1)
+    result["inputs"] = [i for _, i in small]
+    variant_profiles = {k: v for k, v in store.profiles(cv.name, result["device"]).items() if k[1] in result["inputs"]}
+    result["pdfs_winners"] = select_proxies(store.proxy_profiles(result["device"]), variant_profiles)
+    lines = [f"profiled {result['variant_profiles']} variant calls and {result['proxy_profiles']} proxy calls "
+             f"on {result['device']} in {result['seconds']} s; P-DFS proxies per variant:"]
+    lines += [f"  {v:<24}{', '.join(p)}" for v, p in sorted(result["pdfs_winners"].items())]
+    _emit(args, result, "\n".join(lines))
+
+
 def _split(text):
     return [t for t in text.split(",") if t] if text else None
 
@@ -177,6 +207,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("devices", parents=[common], help="this machine's CPU and NVIDIA GPUs and their features")
     p.add_argument("--no-measure", action="store_true", help="skip the microbenchmarks")
     p.set_defaults(func=cmd_devices)
+
+    p = sub.add_parser("profile", parents=[common],
+                       help="profile a benchmark family's variants and the application proxies here (for P-DFS)")
+    p.add_argument("computation", help="benchmark family, e.g. histogram")
+    p.add_argument("--inputs", type=int, default=4, help="training inputs to profile (the first small ones)")
+    p.add_argument("--max-bytes", type=int, default=256 << 10, help="largest input profiled (callgrind is ~50x slower)")
+    p.add_argument("--reprofile", action="store_true", help="profile again what the store already has")
+    p.set_defaults(func=cmd_profile)
 
     bench = sub.add_parser("bench", help="measure nitro's own speed").add_subparsers(dest="bench_command", required=True)
     p = bench.add_parser("dispatch", parents=[common], help="dispatch overhead against scikit-learn predict")

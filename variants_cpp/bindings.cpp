@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "cpu_microbench.hpp"
+#include "callgrind_markers.hpp"
 #include "cpu_proxies.hpp"
 #include "bfs.hpp"
 #include "histogram.hpp"
@@ -313,6 +314,12 @@ PYBIND11_MODULE(_variants, m) {
          py::arg("m"), py::arg("n"));
   tr.def("skinny_r2c", &transpose_in_place<nitro::transpose_skinny_r2c>, py::arg("data").noconvert(),
          py::arg("m"), py::arg("n"));
+  // ---- profiling ----
+  py::module_ pr = m.def_submodule("profiling", "callgrind client requests bracketing a profiled call");
+  pr.def("available", &nitro::profiling::available);
+  pr.def("start", &nitro::profiling::start);
+  pr.def("stop", &nitro::profiling::stop);
+  pr.def("dump", &nitro::profiling::dump);
 #ifdef NITRO_WITH_CUDA
   py::module_ spc = m.def_submodule(
       "spmv_cuda", "CUDA y = A x; arguments are device pointers (ints) and sizes; waits for the kernel");

@@ -25,17 +25,23 @@ def _as_u8(image) -> np.ndarray:
     return image if image.flags.c_contiguous else np.ascontiguousarray(image)
 
 
-def _wrap(name):
-    fn = getattr(_cpp, name)
+class _Variant:
+    """One C++ variant behind the input check; picklable by name, so that it can run in a
+    profiling subprocess (nitro.profiling)."""
 
-    def variant(image):
-        return fn(_as_u8(image))
-    variant.__name__ = name
-    variant.__doc__ = f"256-bin histogram, C++ variant {name}"
-    return variant
+    def __init__(self, name: str):
+        self.__name__ = name
+        self.__doc__ = f"256-bin histogram, C++ variant {name}"
+        self._fn = getattr(_cpp, name)
+
+    def __call__(self, image):
+        return self._fn(_as_u8(image))
+
+    def __reduce__(self):
+        return _Variant, (self.__name__,)
 
 
-VARIANTS = {name: _wrap(name) for name in VARIANT_NAMES}
+VARIANTS = {name: _Variant(name) for name in VARIANT_NAMES}
 
 
 def reference(image) -> np.ndarray:

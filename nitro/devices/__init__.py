@@ -24,13 +24,17 @@ def _gpu_index(device: str) -> int | None:
 def describe(device: str = "cpu", measure: bool = True) -> dict:
     """Feature record ``name -> {"value", "unit", "source"}`` of a local device (``cpu``, this
     CPU's id, ``gpu``, ``gpu:N`` or a GPU's id): what the operating system or driver reports,
-    plus (``measure``) the microbenchmarks' figures."""
+    plus (``measure``) the microbenchmarks' figures, plus for a CPU the published figures of its
+    model that neither gives (``source: "datasheet"``; marked missing with the reason when the
+    model is not in :mod:`nitro.devices.datasheet`)."""
     if device in ("cpu", cpu_device_id()):
         record = describe_cpu()
         if measure:
             from .microbench import measure_cpu
             record.update(measure_cpu())
-        return record
+        from . import datasheet
+        from .cpu import _model_name
+        return datasheet.fill(record, _model_name(), kind="cpu")
     index = _gpu_index(device)
     if index is not None:
         from .gpu import describe_gpu

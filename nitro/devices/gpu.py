@@ -241,7 +241,8 @@ def describe_gpu(index: int = 0) -> dict:
     record = _cuda_features(index)
     record.update(_nvml_features(match[0]["pci_bus_id"], index))
     record.update(derive(record))
-    return record
+    from . import datasheet   # published figures nothing here reports (e.g. the peak rates of the model)
+    return datasheet.fill(record, match[0]["name"], kind="gpu")
 
 
 def no_gpu_record(reason: str) -> dict:

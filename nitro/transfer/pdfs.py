@@ -26,26 +26,52 @@ PROXY_FEATURES: dict[str, list[str]] = {
 }
 
 
+# The profiling metrics relevant to each proxy (the paper's Table 3, column 3), normalised by
+# instructions executed: nvprof's names where nitro's CPU profiler (nitro.profiling.cpu) has an
+# analogue, and the CPU profiler's own. A proxy's model uses those of its metrics the profiles
+# have, else every relative metric.
+PROXY_METRICS: dict[str, list[str]] = {
+    "SP-GFLOP": ["flop_count_sp", "inst_fp_32", "flop_sp_efficiency"],
+    "DP-GFLOP": ["flop_count_dp", "inst_fp_64", "flop_dp_efficiency"],
+    "ATOMIC": ["inst_atomic", "atomic_transactions", "atomic_transactions_per_request",
+               "l2_atomic_transactions", "l2_atomic_throughput", "atomic_throughput"],
+    "MEM-BW": ["ll_read_miss", "ll_write_miss", "d1_miss", "dram_read_transactions",
+               "dram_write_transactions", "gld_transactions", "gst_transactions"],
+    "SH-MEM-BW": ["l1_hit_load", "shared_load_transactions", "shared_store_transactions",
+                  "shared_store_throughput"],
+}
+# Absolute counts: they scale with the input, not with the kind of work.
+ABSOLUTE_METRICS = {"inst_executed", "inst_issued"}
+
+
 def _metric_names(profiles) -> list[str]:
     names = set()
     for m in profiles.values():
         names |= set(m)
-    return sorted(names)
+    return sorted(names - ABSOLUTE_METRICS)
+
+
+def proxy_metrics(proxy: str, available: list[str]) -> list[str]:
+    """The metrics a proxy's model uses: its relevant ones among ``available``, else all."""
+    relevant = [m for m in PROXY_METRICS.get(proxy, []) if m in available]
+    return relevant or list(available)
 
 
 def fit_proxy_models(proxy_profiles: Mapping[tuple[str, int], Mapping[str, float]], metrics: list[str],
-                     random_state: int = 0) -> dict[str, RandomForestRegressor]:
-    """One intensity regressor per proxy from ``{(proxy, φ): {metric: value}}``."""
+                     random_state: int = 0) -> dict[str, tuple[list[str], RandomForestRegressor]]:
+    """One intensity regressor per proxy from ``{(proxy, φ): {metric: value}}``, with the
+    metrics it uses (:func:`proxy_metrics`)."""
     by_proxy: dict[str, list] = {}
     for (proxy, phi), m in proxy_profiles.items():
-        by_proxy.setdefault(proxy, []).append(([float(m.get(k, 0.0)) for k in metrics], float(phi)))
+        by_proxy.setdefault(proxy, []).append((m, float(phi)))
     models = {}
     for proxy, samples in sorted(by_proxy.items()):
         if len({phi for _, phi in samples}) < 2:
             raise ValueError(f"proxy {proxy!r} needs profiles at two or more intensities")
-        X = np.array([x for x, _ in samples])
+        used = proxy_metrics(proxy, metrics)
+        X = np.array([[float(m.get(k, 0.0)) for k in used] for m, _ in samples])
         y = np.array([phi for _, phi in samples])
-        models[proxy] = RandomForestRegressor(n_estimators=100, random_state=random_state).fit(X, y)
+        models[proxy] = (used, RandomForestRegressor(n_estimators=100, random_state=random_state).fit(X, y))
     return models
 
 
@@ -66,8 +92,8 @@ def select_proxies(proxy_profiles, variant_profiles: Mapping[tuple[str, str], Ma
     per_variant: dict[str, Counter] = {}
     n_inputs: Counter = Counter()
     keys = sorted(variant_profiles)
-    X = np.array([[float(variant_profiles[k].get(m, 0.0)) for m in metrics] for k in keys])
-    pred = {p: model.predict(X) for p, model in models.items()}
+    pred = {p: model.predict(np.array([[float(variant_profiles[k].get(m, 0.0)) for m in used] for k in keys]))
+            for p, (used, model) in models.items()}
     for row, (variant, _input) in enumerate(keys):
         scores = {p: pred[p][row] for p in models}
         top = max(scores.values())

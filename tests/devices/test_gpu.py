@@ -77,7 +77,7 @@ def test_without_a_gpu_the_listing_says_why():
 
 
 def test_measurements_labelled_by_a_free_id_are_described_by_this_cpu():
-    assert devices.local_record("test_cpu", measure=False).keys() == devices.describe_cpu().keys()
+    assert devices.local_record("test_cpu", measure=False).keys() == devices.describe("cpu", measure=False).keys()
 
 
 def test_cli_lists_the_cpu_and_the_gpus():

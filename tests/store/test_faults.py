@@ -7,7 +7,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from nitro import TimingPolicy, autotuner, code_variant
 from nitro.measurement import TrainingRow
