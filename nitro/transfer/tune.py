@@ -9,7 +9,7 @@ from ..dataset import Measurements
 from ..model import SelectorModel
 from ..store import Store
 from .cvdfs import cv_dfs
-from .data import TransferData
+from .data import TransferData, stack_times
 from .fit import export_model, transfer_scores
 from .pdfs import profile_dfs
 from .prepare import Prepared
@@ -23,9 +23,13 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
                      target: str | None = None, target_features=None,
                      profiling_based_dfs: bool = False, search_based_dfs: bool = False,
                      k: int = 1, max_subset_size: int = 3, selection: str = "ensemble",
-                     n_jobs: int | None = None, progress: bool = True) -> SelectorModel:
+                     n_jobs: int | None = None, progress: bool = True, learner=None) -> SelectorModel:
     """Build (and store) computation ``name``'s model for ``target`` (default: this device)
-    from every source device's training rows and device features in ``store``."""
+    from every source device's training rows and device features in ``store``.
+
+    ``learner`` (a selector or its name in :data:`nitro.learn.SELECTORS`) replaces the
+    Kronecker KRR: it is fitted on the sources' rows ``[input ∘ selected device features]``
+    and the model holds the target's values of those features as constants."""
     meta = store.meta(name)
     if meta["variants"] != list(variants) or meta["features"] != list(features):
         raise ValueError(f"{name}: the store holds variants {meta['variants']} and features "
@@ -73,11 +77,27 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
         subsets = result.subsets
         provenance["cv_dfs"] = {"selection": selection, "frequencies": result.frequencies,
                                 "seconds": result.seconds}
+    used = sorted({f for s in subsets for f in s})
+    if learner is not None:
+        return _fit_learner(store, name, learner, data, prep, t, used, variants, features, provenance)
     cols = [[data.device_features.index(f) for f in s] for s in subsets]
     _, beta, mu = transfer_scores(prep, t, cols)
-    used = sorted({f for s in subsets for f in s})
     provenance.update(device_features=used, subsets=subsets,
                       target_features={f: float(data.D[t, data.device_features.index(f)]) for f in used})
     model = export_model(prep, beta, mu, list(features), provenance)
     store.put_model(name, target, model.to_dict())
+    return model
+
+
+def _fit_learner(store, name, learner, data, prep, t, used, variants, features, provenance) -> SelectorModel:
+    from ..learn import fit_selector, make_selector
+    learner = make_selector(learner) if isinstance(learner, str) else learner
+    cols = [data.device_features.index(f) for f in used]
+    X, times = stack_times(data, prep.sources, prep.train, cols)
+    est = fit_selector(learner, X, times)
+    target_values = {f: float(data.D[t, c]) for f, c in zip(used, cols)}
+    provenance.update(device_features=used, target_features=target_values, learner=type(est).__name__)
+    model = SelectorModel.from_estimator(est, list(features), device_features=target_values,
+                                         variants=list(variants), provenance=provenance)
+    store.put_model(name, data.devices[t], model.to_dict())
     return model
