@@ -61,7 +61,8 @@ def cmd_evaluate(args):
     from .evaluate import evaluate, format_evaluation
     result = evaluate(load_dataset_dir(args.dataset), variants=_split(args.variants), devices=_split(args.devices),
                       test_size=args.test_size, seed=args.seed, methods=_split(args.methods),
-                      max_size=args.max_subset_size, k=args.k, n_jobs=args.n_jobs, progress=not args.json)
+                      max_size=args.max_subset_size, k=args.k, n_jobs=args.n_jobs, progress=not args.json,
+                      cross_features=args.cross_features)
     if args.plot:
         from .plots import plot_evaluation
         result["plots"] = plot_evaluation(result, args.plot)
@@ -128,7 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dataset", help="directory with devices.csv, inputs.csv[.gz], measurements.csv[.gz]")
     p.add_argument("--variants", help="comma-separated variants (default: those measured on every device)")
     p.add_argument("--devices", help="comma-separated devices (default: all)")
-    p.add_argument("--methods", help="comma-separated methods (default: all)")
+    p.add_argument("--methods", help="comma-separated methods (default: all); selector names "
+                   "(svm,regression,costmin,lsq,tree,threshold) are compared side by side")
+    p.add_argument("--cross-features", choices=["cvdfs", "all"], default="cvdfs",
+                   help="device features of the selectors' cross-device models (default: CV-DFS)")
     p.add_argument("--test-size", type=float, default=0.5)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--k", type=int, default=1, help="features kept by the k-most-frequent CV-DFS rule")

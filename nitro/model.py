@@ -197,7 +197,9 @@ class SelectorModel:
 #             or configuration parameters): the prediction for variant v is
 #             ``init + learning_rate · Σ_trees value[leaf]`` (predicted log speed-up over a
 #             reference); choose the argmax. params: trees (list of tree arrays with one
-#             value per node), learning_rate, init, variant_codes (n_variants × q).
+#             value per node), learning_rate, init, variant_codes (n_variants × q), and
+#             x_float32 (default true: round the rows to float32 before comparisons, as
+#             scikit-learn's GradientBoostingRegressor does; false for histogram boosting).
 # "linear"    scores = ((T(x) − mean) / scale) @ coef + intercept with T = log1p on the
 #             ``log_mask`` columns; choose the argmax (``choose: "max"``) or argmin ("min").
 # "intervals" a threshold rule on one feature: variant ``labels[i]`` where i is the number of
@@ -268,7 +270,8 @@ def _extra_arrays(kind: str, p: dict) -> dict:
         return _tree_cache(p)
     if kind == "gbt":
         return {"trees": [_tree_cache(t) for t in p["trees"]], "lr": float(p["learning_rate"]),
-                "init": float(p["init"]), "codes": np.asarray(p["variant_codes"], dtype=np.float64)}
+                "init": float(p["init"]), "codes": np.asarray(p["variant_codes"], dtype=np.float64),
+                "f32": bool(p.get("x_float32", True))}
     if kind == "linear":
         return {"log": np.asarray(p["log_mask"], dtype=bool), "mean": np.asarray(p["mean"], dtype=np.float64),
                 "scale": np.asarray(p["scale"], dtype=np.float64), "coef": np.asarray(p["coef"], dtype=np.float64),
@@ -295,7 +298,9 @@ def _predict_extra(kind: str, a: dict, X: np.ndarray, k: int) -> np.ndarray:
         return a["v"][tree_leaves(a, X32)].argmin(axis=1)
     if kind == "gbt":
         n = X.shape[0]
-        rows = np.hstack([np.repeat(X, k, axis=0), np.tile(a["codes"], (n, 1))]).astype(np.float32).astype(np.float64)
+        rows = np.hstack([np.repeat(X, k, axis=0), np.tile(a["codes"], (n, 1))])
+        if a["f32"]:
+            rows = rows.astype(np.float32).astype(np.float64)
         # the sum in scikit-learn's order: init, then each stage's scaled leaf value
         raw = np.full(rows.shape[0], a["init"])
         for t in a["trees"]:

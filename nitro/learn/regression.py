@@ -20,26 +20,31 @@ import math
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
-from sklearn.ensemble import GradientBoostingRegressor
+from sklearn.ensemble import HistGradientBoostingRegressor
+from threadpoolctl import threadpool_limits
 
-from .base import TimeSelector, tree_arrays
+from .base import TimeSelector
 
 
 class RegressionSelector(TimeSelector):
     """Gradient-boosted trees over ``[x ∘ code(variant)]`` predicting log speed-up; argmax.
 
+    The booster is scikit-learn's histogram gradient boosting (``max_iter`` trees of at most
+    ``max_leaf_nodes`` leaves, no early stopping, so fits are deterministic).
     ``variant_codes``: optional ``(n_variants, q)`` configuration parameters of the variants
-    (default: one-hot identity).
+    (default: one-hot identity). ``n_threads`` OpenMP threads fit and predict (default 1: on a
+    busy machine OpenMP's spin-waiting made multi-threaded fits ~50× slower).
     """
 
-    def __init__(self, n_estimators: int = 200, max_depth: int = 4, learning_rate: float = 0.1,
-                 zeta: float = math.log(0.5), variant_codes=None, random_state: int = 0):
-        self.n_estimators = n_estimators
-        self.max_depth = max_depth
+    def __init__(self, max_iter: int = 200, max_leaf_nodes: int = 31, learning_rate: float = 0.1,
+                 zeta: float = math.log(0.5), variant_codes=None, random_state: int = 0, n_threads: int | None = 1):
+        self.max_iter = max_iter
+        self.max_leaf_nodes = max_leaf_nodes
         self.learning_rate = learning_rate
         self.zeta = zeta
         self.variant_codes = variant_codes
         self.random_state = random_state
+        self.n_threads = n_threads
 
     def _codes(self, k: int) -> np.ndarray:
         if self.variant_codes is None:
@@ -64,24 +69,39 @@ class RegressionSelector(TimeSelector):
     def fit(self, X, times):
         X, times = self._start_fit(X, times)
         self.codes_ = self._codes(times.shape[1])
-        self.gbr_ = GradientBoostingRegressor(n_estimators=self.n_estimators, max_depth=self.max_depth,
-                                              learning_rate=self.learning_rate, random_state=self.random_state)
-        self.gbr_.fit(self._rows(X, self.codes_), self.targets(times).ravel())
+        self.gbr_ = HistGradientBoostingRegressor(max_iter=self.max_iter, max_leaf_nodes=self.max_leaf_nodes,
+                                                  learning_rate=self.learning_rate, early_stopping=False,
+                                                  random_state=self.random_state)
+        with threadpool_limits(self.n_threads, user_api="openmp"):
+            self.gbr_.fit(self._rows(X, self.codes_), self.targets(times).ravel())
         return self
 
     def predict_scores(self, X, codes=None) -> np.ndarray:
         """Predicted log speed-up (n_inputs, n_codes) of each variant (or of ``codes``)."""
         X = self._check_X(X)
         codes = self.codes_ if codes is None else np.atleast_2d(np.asarray(codes, dtype=np.float64))
-        return self.gbr_.predict(self._rows(X, codes)).reshape(X.shape[0], codes.shape[0])
+        with threadpool_limits(self.n_threads, user_api="openmp"):
+            return self.gbr_.predict(self._rows(X, codes)).reshape(X.shape[0], codes.shape[0])
 
     def predict(self, X):
         return self.predict_scores(X).argmax(axis=1)
 
     def export(self):
-        trees = [tree_arrays(e.tree_, e.tree_.value[:, 0, 0]) for e in self.gbr_.estimators_[:, 0]]
-        return "gbt", {"trees": trees, "learning_rate": float(self.gbr_.learning_rate),
-                       "init": float(self.gbr_.init_.constant_[0, 0]), "variant_codes": self.codes_.tolist()}
+        """The ``"gbt"`` model kind. The trees are read from the fitted booster's predictor
+        arrays (leaf values already include the learning rate, so it is exported as 1.0;
+        thresholds compare float64 inputs, hence ``x_float32: False``)."""
+        trees = []
+        for (predictor,) in self.gbr_._predictors:
+            nodes = predictor.nodes
+            leaf = nodes["is_leaf"].astype(bool)
+            trees.append({"children_left": np.where(leaf, -1, nodes["left"].astype(np.int64)).tolist(),
+                          "children_right": np.where(leaf, -1, nodes["right"].astype(np.int64)).tolist(),
+                          "feature": np.where(leaf, -1, nodes["feature_idx"].astype(np.int64)).tolist(),
+                          "threshold": np.where(leaf, 0.0, nodes["num_threshold"]).tolist(),
+                          "value": nodes["value"].astype(np.float64).tolist()})
+        return "gbt", {"trees": trees, "learning_rate": 1.0,
+                       "init": float(np.ravel(self.gbr_._baseline_prediction)[0]),
+                       "variant_codes": self.codes_.tolist(), "x_float32": False}
 
     # -- search on the model (parameterised variants) -------------------------------------------
     def search(self, x, space: Mapping[str, Sequence[float]], start: Mapping[str, float] | None = None,

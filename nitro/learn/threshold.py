@@ -34,16 +34,23 @@ class ThresholdSelector(TimeSelector):
     ``min_samples`` training inputs) on the one feature (of ``features``, default all) that
     fits the training times best."""
 
-    def __init__(self, max_intervals: int = 3, min_samples: int = 5, features=None):
+    def __init__(self, max_intervals: int = 3, min_samples: int = 5, features=None, max_candidates: int = 256):
         self.max_intervals = max_intervals
         self.min_samples = min_samples
         self.features = features
+        self.max_candidates = max_candidates
 
     @staticmethod
-    def _segment(x, gain, max_intervals, min_samples):
+    def _segment(x, gain, max_intervals, min_samples, max_candidates):
         """Best partition of the sorted distinct values of ``x`` into ≤ ``max_intervals``
-        runs; ``gain``: (n, k) fraction of optimum. Returns (score, cut positions, labels)."""
+        runs; ``gain``: (n, k) fraction of optimum. Candidate thresholds are distinct values
+        of ``x``, at most ``max_candidates`` of them (quantiles of the distinct values).
+        Returns (score, thresholds, labels)."""
         values, inv = np.unique(x, return_inverse=True)
+        if len(values) > max_candidates:
+            starts = np.unique(np.linspace(0, len(values), max_candidates, endpoint=False).astype(int))
+            inv = np.searchsorted(starts, inv, side="right") - 1
+            values = values[starts]
         m, k = len(values), gain.shape[1]
         G = np.zeros((m, k))
         np.add.at(G, inv, gain)
@@ -87,7 +94,8 @@ class ThresholdSelector(TimeSelector):
         cols = range(X.shape[1]) if self.features is None else list(self.features)
         best = None
         for f in cols:
-            score, thr, labels = self._segment(X[:, f], gain, self.max_intervals, self.min_samples)
+            score, thr, labels = self._segment(X[:, f], gain, self.max_intervals, self.min_samples,
+                                               self.max_candidates)
             if best is None or score > best[0] + 1e-12:
                 best = (score, f, thr, labels)
         _, self.feature_, self.thresholds_, self.labels_ = best
