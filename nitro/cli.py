@@ -84,6 +84,13 @@ def cmd_tune_from_source(args):
                    f"({', '.join(p['sources'])}); device features: {', '.join(p['device_features'])}")
 
 
+def cmd_explain(args):
+    from .explain import explain_computation, format_explanation
+    result = explain_computation(_store(args), args.computation, devices=_split(args.devices),
+                                 min_gain=args.min_gain, plot=args.plot)
+    _emit(args, result, format_explanation(result))
+
+
 def cmd_devices(args):
     from . import devices
     device_id = devices.current_device_id()
@@ -153,6 +160,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-subset-size", type=int, default=3)
     p.add_argument("--n-jobs", type=int, default=None)
     p.set_defaults(func=cmd_tune_from_source)
+
+    p = sub.add_parser("explain", parents=[common],
+                       help="which features decide a computation's best variant, and where each variant wins")
+    p.add_argument("computation")
+    p.add_argument("--devices", help="comma-separated devices whose rows to explain (default: all recorded; "
+                   "with several, their device features join the input features)")
+    p.add_argument("--min-gain", type=float, default=0.01,
+                   help="stop splitting when a split removes less than this share of the total SSE")
+    p.add_argument("--plot", metavar="PNG", help="draw the tree into this PNG file")
+    p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("devices", parents=[common], help="this machine's devices and their features")
     p.add_argument("--no-measure", action="store_true", help="skip the microbenchmarks")

@@ -29,7 +29,7 @@ def losses(times: np.ndarray) -> np.ndarray:
 class TreeSelector(TimeSelector):
     """Regression tree on per-variant losses; choose the variant of the smallest leaf loss."""
 
-    def __init__(self, min_gain: float = 0.005, min_samples_leaf: int = 2, max_depth: int | None = None,
+    def __init__(self, min_gain: float = 0.01, min_samples_leaf: int = 3, max_depth: int | None = None,
                  power_min_gain: float = 0.005):
         self.min_gain = min_gain
         self.min_samples_leaf = min_samples_leaf
@@ -221,3 +221,36 @@ def focused_sampling(X_pool, measure: Callable[[np.ndarray], np.ndarray], n_init
         times += list(np.asarray(measure(new), dtype=np.float64))
         sel.fit(X_pool[chosen], np.array(times))
     return sel, np.array(chosen)
+
+
+def plot_partition(selector: TreeSelector, feature_names, variant_names, path, title: str = "") -> str:
+    """Draw the tree into a PNG at ``path``: splits at the nodes, each leaf with its winning
+    variant and % of optimum, leaves coloured by winner."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from sklearn.tree import plot_tree
+
+    t = selector.tree_.tree_
+    n_leaves = int((t.children_left < 0).sum())
+    fig, ax = plt.subplots(figsize=(max(8, 2.2 * n_leaves), 2 + 1.6 * selector.tree_.get_depth()))
+    anns = plot_tree(selector.tree_, feature_names=list(feature_names), ax=ax, impurity=False, fontsize=8)
+    colours = plt.get_cmap("tab10")
+    # plot_tree draws nodes in pre-order, the order in which scikit-learn numbers them (its
+    # "True"/"False" labels on the first split are annotations too)
+    anns = [a for a in anns if a.get_text().strip() not in ("True", "False")]
+    if len(anns) != t.node_count:
+        raise RuntimeError(f"plot_tree drew {len(anns)} nodes, the tree has {t.node_count}")
+    for node, ann in enumerate(anns):
+        if t.children_left[node] >= 0:
+            ann.set_text(f"{feature_names[t.feature[node]]} <= {t.threshold[node]:.4g}\n{t.n_node_samples[node]} inputs")
+        else:
+            value = t.value[node][:, 0]
+            w = int(value.argmin())
+            ann.set_text(f"{variant_names[w]}\n{100 * (1 - value[w]):.0f}% of optimum\n{t.n_node_samples[node]} inputs")
+            ann.set_bbox({"boxstyle": "round", "facecolor": colours(w % 10), "alpha": 0.45})
+    ax.set_title(title or "where each variant wins (left branch: condition true)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return str(path)
