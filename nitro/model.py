@@ -269,9 +269,18 @@ def _extra_arrays(kind: str, p: dict) -> dict:
     if kind == "tree":
         return _tree_cache(p)
     if kind == "gbt":
-        return {"trees": [_tree_cache(t) for t in p["trees"]], "lr": float(p["learning_rate"]),
-                "init": float(p["init"]), "codes": np.asarray(p["variant_codes"], dtype=np.float64),
-                "f32": bool(p.get("x_float32", True))}
+        # all trees padded to one (n_trees, max_nodes) table, traversed together at dispatch
+        trees = [_tree_cache(t) for t in p["trees"]]
+        width = max(t["cl"].size for t in trees)
+
+        def table(key, fill):
+            out = np.full((len(trees), width), fill, dtype=trees[0][key].dtype)
+            for i, t in enumerate(trees):
+                out[i, :t[key].size] = t[key]
+            return out
+        return {"cl": table("cl", -1), "cr": table("cr", -1), "f": table("f", 0), "thr": table("thr", 0.0),
+                "v": table("v", 0.0), "lr": float(p["learning_rate"]), "init": float(p["init"]),
+                "codes": np.asarray(p["variant_codes"], dtype=np.float64), "f32": bool(p.get("x_float32", True))}
     if kind == "linear":
         return {"log": np.asarray(p["log_mask"], dtype=bool), "mean": np.asarray(p["mean"], dtype=np.float64),
                 "scale": np.asarray(p["scale"], dtype=np.float64), "coef": np.asarray(p["coef"], dtype=np.float64),
@@ -301,10 +310,20 @@ def _predict_extra(kind: str, a: dict, X: np.ndarray, k: int) -> np.ndarray:
         rows = np.hstack([np.repeat(X, k, axis=0), np.tile(a["codes"], (n, 1))])
         if a["f32"]:
             rows = rows.astype(np.float32).astype(np.float64)
-        # the sum in scikit-learn's order: init, then each stage's scaled leaf value
-        raw = np.full(rows.shape[0], a["init"])
-        for t in a["trees"]:
-            raw += a["lr"] * t["v"][tree_leaves(t, rows)]
+        m, n_trees = rows.shape[0], a["cl"].shape[0]
+        tree = np.arange(n_trees)[None, :]
+        row = np.arange(m)[:, None]
+        node = np.zeros((m, n_trees), dtype=np.intp)
+        while True:
+            left = a["cl"][tree, node]
+            internal = left >= 0
+            if not internal.any():
+                break
+            go_left = rows[row, a["f"][tree, node]] <= a["thr"][tree, node]
+            node = np.where(internal, np.where(go_left, left, a["cr"][tree, node]), node)
+        # summed in scikit-learn's order: init, then each stage's scaled leaf value
+        terms = np.hstack([np.full((m, 1), a["init"]), a["lr"] * a["v"][tree, node]])
+        raw = np.add.accumulate(terms, axis=1)[:, -1]
         return raw.reshape(n, k).argmax(axis=1)
     if kind == "linear":
         Z = X.copy()
