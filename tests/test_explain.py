@@ -9,7 +9,7 @@ from nitro.store import Store
 
 def test_explain_histogram_names_deciding_features_and_where_variants_win(tmp_path):
     store = Store()     # the embedded store, private to the test session
-    (train, ids), _ = histogram.train_test_inputs(20, 1, seed=3)
+    (train, ids), _ = histogram.train_test_inputs(14, 1, seed=3)
     hist = histogram.make_code_variant("histogram_explain")
     hist.record, hist.device_id = True, "cpu_a"
     store.put_device("cpu_a", {"cores": {"value": 2, "unit": "", "source": "test"}})
@@ -19,10 +19,10 @@ def test_explain_histogram_names_deciding_features_and_where_variants_win(tmp_pa
     tuner.tune([hist])
     from nitro.explain import explain_computation, format_explanation
     r = explain_computation(store, "histogram_explain", plot=tmp_path / "hist.png")
-    assert r["n_rows"] == 20 and r["devices"] == ["cpu_a"]
+    assert r["n_rows"] == 14 and r["devices"] == ["cpu_a"]
     assert set(r["features_by_first_split"]) <= set(histogram.FEATURES) and r["features_by_first_split"]
     assert set(r["wins"]) <= set(histogram.VARIANT_NAMES) and r["wins"]
-    assert sum(l["n"] for l in r["leaves"]) == 20
+    assert sum(l["n"] for l in r["leaves"]) == 14
     text = format_explanation(r)
     assert "features that decide" in text and "where each variant wins" in text
     assert (tmp_path / "hist.png").read_bytes()[:4] == b"\x89PNG"
