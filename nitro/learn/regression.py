@@ -34,12 +34,16 @@ class RegressionSelector(TimeSelector):
     ``variant_codes``: optional ``(n_variants, q)`` configuration parameters of the variants
     (default: one-hot identity). ``n_threads`` OpenMP threads fit and predict (default 1: on a
     busy machine OpenMP's spin-waiting made multi-threaded fits ~50× slower).
+    ``min_samples_leaf`` defaults to scikit-learn's 20 rows, fewer on small training sets
+    (one per 50 rows, at least 1) so that a few inputs can still separate the variants.
     """
 
-    def __init__(self, max_iter: int = 200, max_leaf_nodes: int = 31, learning_rate: float = 0.1,
-                 zeta: float = math.log(0.5), variant_codes=None, random_state: int = 0, n_threads: int | None = 1):
+    def __init__(self, max_iter: int = 200, max_leaf_nodes: int = 31, min_samples_leaf: int | None = None,
+                 learning_rate: float = 0.1, zeta: float = math.log(0.5), variant_codes=None, random_state: int = 0,
+                 n_threads: int | None = 1):
         self.max_iter = max_iter
         self.max_leaf_nodes = max_leaf_nodes
+        self.min_samples_leaf = min_samples_leaf
         self.learning_rate = learning_rate
         self.zeta = zeta
         self.variant_codes = variant_codes
@@ -69,7 +73,10 @@ class RegressionSelector(TimeSelector):
     def fit(self, X, times):
         X, times = self._start_fit(X, times)
         self.codes_ = self._codes(times.shape[1])
+        rows = X.shape[0] * times.shape[1]
+        leaf = self.min_samples_leaf if self.min_samples_leaf is not None else min(20, max(1, rows // 50))
         self.gbr_ = HistGradientBoostingRegressor(max_iter=self.max_iter, max_leaf_nodes=self.max_leaf_nodes,
+                                                  min_samples_leaf=leaf,
                                                   learning_rate=self.learning_rate, early_stopping=False,
                                                   random_state=self.random_state)
         with threadpool_limits(self.n_threads, user_api="openmp"):
