@@ -63,7 +63,7 @@ def cmd_evaluate(args):
                       test_size=args.test_size, seed=args.seed, methods=_split(args.methods),
                       max_size=args.max_subset_size, k=args.k, n_jobs=args.n_jobs, progress=not args.json,
                       cross_features=args.cross_features)
-    if args.plot:
+    if args.plot and result["methods"]:      # the selector comparison has no figure yet
         from .plots import plot_evaluation
         result["plots"] = plot_evaluation(result, args.plot)
     _emit(args, result, format_evaluation(result))

@@ -8,7 +8,7 @@ import pytest
 from sklearn.base import clone
 
 from nitro import code_variant
-from nitro.learn import SELECTORS, delta_err, delta_miss, fit_selector, make_selector, predict_index
+from nitro.learn import SELECTORS, delta_miss, fit_selector, make_selector, predict_index
 from nitro.measurement import TimingPolicy
 from nitro.metrics import fraction_of_optimum, random_fraction
 from nitro.model import SelectorModel
