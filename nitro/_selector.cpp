@@ -176,6 +176,149 @@ class Kernel final : public Model {
   std::size_t k_ = 0, n_c_ = 0;
 };
 
+// Base of the kinds that see the row [input features ∘ device features].
+class WithDevice : public Model {
+ protected:
+  WithDevice(std::size_t n_in, const Mat& device) : dev_(to_vec(device)) { n_inputs = n_in; }
+  void row(const double* in, double* x) const {
+    std::copy(in, in + n_inputs, x);
+    std::copy(dev_.begin(), dev_.end(), x + n_inputs);
+  }
+  std::size_t width() const { return n_inputs + dev_.size(); }
+  Vec dev_;
+};
+
+using IMat = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
+
+// Regression trees in scikit-learn's arrays, padded to one table (n_trees × n_nodes): the
+// leaf reached by a row, comparing x[feature] <= threshold (x rounded to float32 if asked).
+struct Trees {
+  std::vector<std::int64_t> cl, cr, f;
+  Vec thr, value;
+  std::size_t n_trees = 0, n_nodes = 0, value_width = 0;
+  Trees(const IMat& left, const IMat& right, const IMat& feature, const Mat& threshold, const Mat& values)
+      : cl(left.data(), left.data() + left.size()), cr(right.data(), right.data() + right.size()),
+        f(feature.data(), feature.data() + feature.size()), thr(to_vec(threshold)), value(to_vec(values)) {
+    if (left.ndim() != 2) throw std::invalid_argument("Trees: node tables must be (n_trees, n_nodes)");
+    n_trees = left.shape(0);
+    n_nodes = left.shape(1);
+    const std::size_t n = n_trees * n_nodes;
+    if (!n || cr.size() != n || f.size() != n || thr.size() != n || value.size() % n)
+      throw std::invalid_argument("Trees: inconsistent parameter shapes");
+    value_width = value.size() / n;
+    for (std::size_t i = 0; i < n; ++i)  // children after their parent: traversal ends
+      if (cl[i] >= 0 && (cl[i] <= static_cast<std::int64_t>(i % n_nodes) || cl[i] >= static_cast<std::int64_t>(n_nodes) ||
+                         cr[i] <= static_cast<std::int64_t>(i % n_nodes) || cr[i] >= static_cast<std::int64_t>(n_nodes)))
+        throw std::invalid_argument("Trees: a child does not follow its parent");
+  }
+  const double* leaf(std::size_t t, const double* x) const {
+    std::size_t node = 0;
+    const std::size_t base = t * n_nodes;
+    while (cl[base + node] >= 0)
+      node = static_cast<std::size_t>(x[f[base + node]] <= thr[base + node] ? cl[base + node] : cr[base + node]);
+    return &value[(base + node) * value_width];
+  }
+};
+
+// One tree whose leaves hold a cost per variant: argmin.
+class Tree final : public WithDevice {
+ public:
+  Tree(std::size_t n_in, const Mat& device, const IMat& cl, const IMat& cr, const IMat& f, const Mat& thr,
+       const Mat& value, bool f32)
+      : WithDevice(n_in, device), trees_(cl, cr, f, thr, value), f32_(f32) {}
+  int predict_row(const double* in) const override {
+    std::vector<double> x(width());
+    row(in, x.data());
+    if (f32_) for (auto& v : x) v = static_cast<double>(static_cast<float>(v));
+    const double* v = trees_.leaf(0, x.data());
+    return static_cast<int>(std::min_element(v, v + trees_.value_width) - v);
+  }
+ private:
+  Trees trees_;
+  bool f32_;
+};
+
+// Boosted trees over [x ∘ code of variant]: init + Σ lr·leaf, summed in order; argmax.
+class Gbt final : public WithDevice {
+ public:
+  Gbt(std::size_t n_in, const Mat& device, const IMat& cl, const IMat& cr, const IMat& f, const Mat& thr,
+      const Mat& value, double lr, double init, const Mat& codes, bool f32)
+      : WithDevice(n_in, device), trees_(cl, cr, f, thr, value), lr_(lr), init_(init), codes_(to_vec(codes)),
+        f32_(f32) {
+    if (codes.ndim() != 2 || codes.shape(0) == 0) throw std::invalid_argument("Gbt: codes must be (n_variants, q)");
+    k_ = codes.shape(0);
+    q_ = codes.shape(1);
+  }
+  int predict_row(const double* in) const override {
+    std::vector<double> x(width() + q_);
+    row(in, x.data());
+    int best = 0;
+    double best_score = 0.0;
+    for (std::size_t v = 0; v < k_; ++v) {
+      std::copy(&codes_[v * q_], &codes_[v * q_] + q_, x.begin() + width());
+      std::vector<double> r(x);
+      if (f32_) for (auto& e : r) e = static_cast<double>(static_cast<float>(e));
+      double s = init_;
+      for (std::size_t t = 0; t < trees_.n_trees; ++t) s += lr_ * trees_.leaf(t, r.data())[0];
+      if (v == 0 || s > best_score) { best = static_cast<int>(v); best_score = s; }
+    }
+    return best;
+  }
+ private:
+  Trees trees_;
+  double lr_, init_;
+  Vec codes_;
+  bool f32_;
+  std::size_t k_ = 0, q_ = 0;
+};
+
+// Linear scores of the standardised (partly log1p) row: argmax or argmin.
+class Linear final : public WithDevice {
+ public:
+  Linear(std::size_t n_in, const Mat& device, const std::vector<bool>& log_mask, const Mat& mean, const Mat& scale,
+         const Mat& coef, const Mat& intercept, bool choose_max)
+      : WithDevice(n_in, device), log_(log_mask), mean_(to_vec(mean)), scale_(to_vec(scale)), coef_(to_vec(coef)),
+        b_(to_vec(intercept)), max_(choose_max) {
+    const std::size_t d = width();
+    if (log_.size() != d || mean_.size() != d || scale_.size() != d || b_.empty() || coef_.size() != d * b_.size())
+      throw std::invalid_argument("Linear: inconsistent parameter shapes");
+  }
+  int predict_row(const double* in) const override {
+    const std::size_t d = width(), k = b_.size();
+    std::vector<double> x(d), score(b_);
+    row(in, x.data());
+    for (std::size_t j = 0; j < d; ++j) {
+      const double v = log_[j] ? std::log1p(std::max(x[j], 0.0)) : x[j];
+      const double z = (v - mean_[j]) / scale_[j];
+      for (std::size_t c = 0; c < k; ++c) score[c] += z * coef_[j * k + c];
+    }
+    auto it = max_ ? std::max_element(score.begin(), score.end()) : std::min_element(score.begin(), score.end());
+    return static_cast<int>(it - score.begin());
+  }
+ private:
+  std::vector<bool> log_;
+  Vec mean_, scale_, coef_, b_;
+  bool max_;
+};
+
+// Futhark-style threshold rule: labels[number of thresholds <= x[feature]].
+class Intervals final : public WithDevice {
+ public:
+  Intervals(std::size_t n_in, const Mat& device, std::size_t feature, const Mat& thresholds, std::vector<int> labels)
+      : WithDevice(n_in, device), feature_(feature), thr_(to_vec(thresholds)), labels_(std::move(labels)) {
+    if (feature_ >= width() || labels_.size() != thr_.size() + 1)
+      throw std::invalid_argument("Intervals: inconsistent parameters");
+  }
+  int predict_row(const double* in) const override {
+    const double v = feature_ < n_inputs ? in[feature_] : dev_[feature_ - n_inputs];
+    return labels_[std::upper_bound(thr_.begin(), thr_.end(), v) - thr_.begin()];
+  }
+ private:
+  std::size_t feature_;
+  Vec thr_;
+  std::vector<int> labels_;
+};
+
 }  // namespace
 
 PYBIND11_MODULE(_selector, m) {
@@ -195,4 +338,21 @@ PYBIND11_MODULE(_selector, m) {
   py::class_<Kernel, Model>(m, "Kernel")
       .def(py::init<const Mat&, const Mat&, double, const Mat&, const Mat&, const Mat&>(), py::arg("mean"),
            py::arg("scale"), py::arg("gamma"), py::arg("centers"), py::arg("weights"), py::arg("offset"));
+  py::class_<Tree, Model>(m, "Tree").def(
+      py::init<std::size_t, const Mat&, const IMat&, const IMat&, const IMat&, const Mat&, const Mat&, bool>(),
+      py::arg("n_inputs"), py::arg("device"), py::arg("children_left"), py::arg("children_right"), py::arg("feature"),
+      py::arg("threshold"), py::arg("value"), py::arg("float32"));
+  py::class_<Gbt, Model>(m, "Gbt").def(
+      py::init<std::size_t, const Mat&, const IMat&, const IMat&, const IMat&, const Mat&, const Mat&, double, double,
+               const Mat&, bool>(),
+      py::arg("n_inputs"), py::arg("device"), py::arg("children_left"), py::arg("children_right"), py::arg("feature"),
+      py::arg("threshold"), py::arg("value"), py::arg("learning_rate"), py::arg("init"), py::arg("codes"),
+      py::arg("float32"));
+  py::class_<Linear, Model>(m, "Linear").def(
+      py::init<std::size_t, const Mat&, const std::vector<bool>&, const Mat&, const Mat&, const Mat&, const Mat&, bool>(),
+      py::arg("n_inputs"), py::arg("device"), py::arg("log_mask"), py::arg("mean"), py::arg("scale"), py::arg("coef"),
+      py::arg("intercept"), py::arg("choose_max"));
+  py::class_<Intervals, Model>(m, "Intervals").def(
+      py::init<std::size_t, const Mat&, std::size_t, const Mat&, std::vector<int>>(), py::arg("n_inputs"),
+      py::arg("device"), py::arg("feature"), py::arg("thresholds"), py::arg("labels"));
 }

@@ -82,8 +82,9 @@ def cmd_evaluate(args):
     from .evaluate import evaluate, format_evaluation
     result = evaluate(load_dataset_dir(args.dataset), variants=_split(args.variants), devices=_split(args.devices),
                       test_size=args.test_size, seed=args.seed, methods=_split(args.methods),
-                      max_size=args.max_subset_size, k=args.k, n_jobs=args.n_jobs, progress=not args.json)
-    if args.plot:
+                      max_size=args.max_subset_size, k=args.k, n_jobs=args.n_jobs, progress=not args.json,
+                      cross_features=args.cross_features)
+    if args.plot and result["methods"]:      # the selector comparison has no figure yet
         from .plots import plot_evaluation
         result["plots"] = plot_evaluation(result, args.plot)
     _emit(args, result, format_evaluation(result))
@@ -102,6 +103,13 @@ def cmd_tune_from_source(args):
     p = model.provenance
     _emit(args, p, f"model of {args.computation!r} for {p['target']} from {len(p['sources'])} sources "
                    f"({', '.join(p['sources'])}); device features: {', '.join(p['device_features'])}")
+
+
+def cmd_explain(args):
+    from .explain import explain_computation, format_explanation
+    result = explain_computation(_store(args), args.computation, devices=_split(args.devices),
+                                 min_gain=args.min_gain, plot=args.plot)
+    _emit(args, result, format_explanation(result))
 
 
 def cmd_devices(args):
@@ -182,7 +190,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dataset", help="directory with devices.csv, inputs.csv[.gz], measurements.csv[.gz]")
     p.add_argument("--variants", help="comma-separated variants (default: those measured on every device)")
     p.add_argument("--devices", help="comma-separated devices (default: all)")
-    p.add_argument("--methods", help="comma-separated methods (default: all)")
+    p.add_argument("--methods", help="comma-separated methods (default: all); selector names "
+                   "(svm,regression,costmin,lsq,tree,threshold) are compared side by side")
+    p.add_argument("--cross-features", choices=["cvdfs", "all"], default="cvdfs",
+                   help="device features of the selectors' cross-device models (default: CV-DFS)")
     p.add_argument("--test-size", type=float, default=0.5)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--k", type=int, default=1, help="features kept by the k-most-frequent CV-DFS rule")
@@ -203,6 +214,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-subset-size", type=int, default=3)
     p.add_argument("--n-jobs", type=int, default=None)
     p.set_defaults(func=cmd_tune_from_source)
+
+    p = sub.add_parser("explain", parents=[common],
+                       help="which features decide a computation's best variant, and where each variant wins")
+    p.add_argument("computation")
+    p.add_argument("--devices", help="comma-separated devices whose rows to explain (default: all recorded; "
+                   "with several, their device features join the input features)")
+    p.add_argument("--min-gain", type=float, default=0.01,
+                   help="stop splitting when a split removes less than this share of the total SSE")
+    p.add_argument("--plot", metavar="PNG", help="draw the tree into this PNG file")
+    p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("devices", parents=[common], help="this machine's CPU and NVIDIA GPUs and their features")
     p.add_argument("--no-measure", action="store_true", help="skip the microbenchmarks")

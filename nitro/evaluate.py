@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from .dataset import Measurements
-from .learn import SVMSelector
+from .learn import SELECTORS, SVMSelector
 from .metrics import fraction_of_optimum, random_fraction
 from .transfer.analysis import architecture_sensitivity, best_variant_histogram, device_cosine_similarity
 from .transfer.cvdfs import cv_dfs
@@ -76,12 +76,16 @@ def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, 
 
 def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.5, seed: int = 0,
              methods=None, max_size: int = 3, k: int = 1, n_jobs: int | None = None,
-             progress: bool = False) -> dict:
-    """Evaluate every method with each device of the main group as the target (see module doc)."""
+             progress: bool = False, cross_features: str = "cvdfs") -> dict:
+    """Evaluate every method with each device of the main group as the target (see module doc).
+    Methods named after selectors (``svm``, ``regression``, ... in :data:`nitro.learn.SELECTORS`)
+    are compared side by side on- and cross-device (:mod:`nitro.comparison`)."""
     methods = list(methods or METHODS)
-    unknown = set(methods) - set(METHODS)
+    unknown = set(methods) - set(METHODS) - set(SELECTORS)
     if unknown:
-        raise ValueError(f"unknown methods {sorted(unknown)}; known: {METHODS}")
+        raise ValueError(f"unknown methods {sorted(unknown)}; known: {METHODS} and the selectors {list(SELECTORS)}")
+    selectors = [n for n in methods if n in SELECTORS and n not in METHODS]
+    methods = [n for n in methods if n in METHODS]
     data, idx, others, train, test = split(m, variants, devices, test_size, seed)
     main, variants = [data.devices[i] for i in idx], data.variants
 
@@ -137,6 +141,11 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
         return {k_: 100.0 * v for k_, v in res.items()}, info
 
     started = time.perf_counter()
+    comparison = None
+    if selectors:
+        from .comparison import compare_selectors
+        comparison = compare_selectors(data, idx, train, test, selectors, cross_features=cross_features,
+                                       max_size=max_size, n_jobs=n_jobs, progress=progress)
     targets, details = {}, {}
     for t in idx:
         targets[data.devices[t]], details[data.devices[t]] = run_target(t, [s for s in idx if s != t])
@@ -168,11 +177,15 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
                 sub, [j for j in range(len(sub.device_features)) if np.isfinite(sub.D[:, j]).all()]),
         },
         "seconds": time.perf_counter() - started,
+        **({"comparison": comparison} if comparison is not None else {}),
     }
 
 
 def format_evaluation(r: dict) -> str:
     names = list(r["methods"])
+    if not names:
+        from .comparison import format_comparison
+        return format_comparison(r["comparison"]) + f"\ntotal {r['seconds']:.0f} s"
     devs = list(r["targets"]) + list(r["cross_kind"])
     width = max(len(LABELS[n]) for n in names) + 2
     head = "".join(f"{d[-9:]:>10}" for d in devs)
@@ -190,5 +203,8 @@ def format_evaluation(r: dict) -> str:
         lines.append(f"\nCV-DFS wall time per target: mean {np.mean(secs):.1f} s, max {np.max(secs):.1f} s")
     sens = r["analysis"]["architecture_sensitivity"]["any_pair_differs"]
     lines.append(f"inputs whose best variant differs between devices: {100 * sens:.1f}%")
+    if "comparison" in r:
+        from .comparison import format_comparison
+        lines += ["", format_comparison(r["comparison"])]
     lines.append(f"total {r['seconds']:.0f} s")
     return "\n".join(lines)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 FORMAT = 1
-KINDS = ("constant", "svc", "kernel")
+KINDS = ("constant", "svc", "kernel", "tree", "gbt", "linear", "intervals")
 
 
 def _strings(items, empty_ok=False) -> list[str]:
@@ -25,18 +25,28 @@ def _strings(items, empty_ok=False) -> list[str]:
 class SelectorModel:
     variants: list[str]                 # class labels, in the learner's order
     input_features: list[str]
-    kind: str                           # "constant" | "svc" | "kernel"
+    kind: str                           # one of KINDS (see the module's kind notes)
     params: dict = field(default_factory=dict)
     device_features: dict[str, float] = field(default_factory=dict)  # appended constants
     provenance: dict = field(default_factory=dict)
 
     # -- construction ------------------------------------------------------------------------
     @classmethod
-    def from_estimator(cls, est, input_features, device_features=None, provenance=None):
-        """Export a fitted :class:`nitro.learn.SVMSelector`."""
+    def from_estimator(cls, est, input_features, device_features=None, provenance=None, variants=None):
+        """Export a fitted :class:`nitro.learn.SVMSelector` or time learner (one with
+        ``export()``). ``variants`` names the variant of each class index (for time learners
+        and for label learners fitted on variant indices)."""
         classes = [str(c) for c in est.classes_]
+        if variants is not None:
+            variants = [str(v) for v in variants]
+            classes = [variants[int(c)] for c in est.classes_] if not hasattr(est, "export") else variants
         common = dict(variants=classes, input_features=list(input_features),
                       device_features=dict(device_features or {}), provenance=dict(provenance or {}))
+        if hasattr(est, "export"):
+            kind, params = est.export()
+            model = cls(kind=kind, params=params, **common)
+            model._validate()
+            return model
         if getattr(est, "pipeline_", None) is None:
             return cls(kind="constant", params={"label": 0}, **common)
         log, scaler, svc = (est.pipeline_[i] for i in range(3))
@@ -93,6 +103,9 @@ class SelectorModel:
                        for key in ("centers", "weights", "offset", "mean", "scale", "gamma")):
                 raise ValueError("kernel model parameters are not all finite")
             return
+        if self.kind in EXTRA_KINDS:
+            _validate_extra(self.kind, p, len(self.input_features) + len(self.device_features), len(self.variants))
+            return
         d = len(self.input_features) + len(self.device_features)
         sv = np.asarray(p["support_vectors"], dtype=np.float64)
         k = len(self.variants)
@@ -121,6 +134,9 @@ class SelectorModel:
             p, d = self.params, len(self.input_features)
             if self.kind == "constant":
                 self._compiled = _selector.Constant(d, p["label"])
+            elif self.kind in EXTRA_KINDS:
+                self._compiled = _compile_extra(self.kind, _extra_arrays(self.kind, p), d,
+                                                np.asarray(list(self.device_features.values()), dtype=np.float64))
             elif self.kind == "kernel":
                 a = self._arrays()
                 self._compiled = _selector.Kernel(a["mean"], a["scale"], float(p["gamma"]), a["centers"],
@@ -171,6 +187,13 @@ class SelectorModel:
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
         if self.kind == "constant":
             return np.full(X.shape[0], self.params["label"])
+        if self.kind in EXTRA_KINDS:
+            if self.device_features:
+                dev = np.asarray(list(self.device_features.values()), dtype=np.float64)
+                X = np.hstack([X, np.broadcast_to(dev, (X.shape[0], dev.size))])
+            if self._cache is None:
+                self._cache = _extra_arrays(self.kind, self.params)
+            return _predict_extra(self.kind, self._cache, X, len(self.variants))
         a = self._arrays()
         if self.kind == "kernel":
             Z = (np.sign(X) * np.log1p(np.abs(X)) - a["mean"]) / a["scale"]
@@ -193,3 +216,163 @@ class SelectorModel:
 
     def predict(self, X) -> list[str]:
         return [self.variants[i] for i in self.predict_index(X)]
+
+
+# -- kinds of the time learners (nitro.learn.regression, costmin, tree, threshold) -------------
+# Every kind sees the row x = [input features ∘ device features] (device features are the
+# model's constants) and chooses an index into ``variants``.
+#
+# "tree"      one regression tree (scikit-learn arrays, see nitro.learn.base.tree_arrays) whose
+#             leaf ``value`` is a vector of predicted costs per variant; choose the argmin.
+#             Comparisons use x rounded to float32, exactly as scikit-learn does.
+# "gbt"       gradient-boosted regression trees over [x ∘ variant_codes[v]] (one-hot identity
+#             or configuration parameters): the prediction for variant v is
+#             ``init + learning_rate · Σ_trees value[leaf]`` (predicted log speed-up over a
+#             reference); choose the argmax. params: trees (list of tree arrays with one
+#             value per node), learning_rate, init, variant_codes (n_variants × q), and
+#             x_float32 (default true: round the rows to float32 before comparisons, as
+#             scikit-learn's GradientBoostingRegressor does; false for histogram boosting).
+# "linear"    scores = ((T(x) − mean) / scale) @ coef + intercept with T = log1p on the
+#             ``log_mask`` columns; choose the argmax (``choose: "max"``) or argmin ("min").
+# "intervals" a threshold rule on one feature: variant ``labels[i]`` where i is the number of
+#             ``thresholds`` (ascending) that x[feature] reaches (x >= t), as Futhark's
+#             ``threshold <= size`` comparisons choose code versions.
+EXTRA_KINDS = ("tree", "gbt", "linear", "intervals")
+
+
+def _check_tree(t: dict, d: int, value_shape: tuple) -> None:
+    cl, cr = np.asarray(t["children_left"]), np.asarray(t["children_right"])
+    feat, thr = np.asarray(t["feature"]), np.asarray(t["threshold"], dtype=np.float64)
+    val = np.asarray(t["value"], dtype=np.float64)
+    n = cl.shape[0]
+    ok = (n >= 1 and cl.shape == cr.shape == feat.shape == thr.shape == (n,) and val.shape == (n, *value_shape)
+          and np.isfinite(thr).all() and np.isfinite(val).all())
+    if ok:
+        internal = cl >= 0
+        idx = np.arange(n)
+        # children come after their parent (as scikit-learn builds them): no cycles
+        ok = (((cr >= 0) == internal).all() and (cl[internal] > idx[internal]).all()
+              and (cl[internal] < n).all() and (cr[internal] > idx[internal]).all() and (cr[internal] < n).all()
+              and ((feat[internal] >= 0) & (feat[internal] < d)).all())
+    if not ok:
+        raise ValueError("tree model parameters are inconsistent (shapes, children, features or values)")
+
+
+def _validate_extra(kind: str, p: dict, d: int, k: int) -> None:
+    try:
+        if kind == "tree":
+            _check_tree(p, d, (k,))
+        elif kind == "gbt":
+            if not (isinstance(p["trees"], list) and p["trees"] and math.isfinite(p["learning_rate"])
+                    and math.isfinite(p["init"])):
+                raise ValueError("gbt model needs trees, a finite learning_rate and init")
+            codes = np.asarray(p["variant_codes"], dtype=np.float64)
+            if not (codes.ndim == 2 and codes.shape[0] == k and np.isfinite(codes).all()):
+                raise ValueError("gbt model needs variant_codes, one finite row per variant")
+            for t in p["trees"]:
+                _check_tree(t, d + codes.shape[1], ())
+        elif kind == "linear":
+            coef = np.asarray(p["coef"], dtype=np.float64)
+            ok = (coef.shape == (d, k) and len(p["intercept"]) == k and len(p["mean"]) == d
+                  and len(p["scale"]) == d and len(p["log_mask"]) == d and p["choose"] in ("max", "min")
+                  and all(np.isfinite(np.asarray(p[key], dtype=float)).all()
+                          for key in ("coef", "intercept", "mean", "scale")))
+            if not ok:
+                raise ValueError("linear model parameters have inconsistent shapes or are not finite")
+        elif kind == "intervals":
+            thr = np.asarray(p["thresholds"], dtype=np.float64)
+            labels = list(p["labels"])
+            ok = (isinstance(p["feature"], int) and 0 <= p["feature"] < d and thr.ndim == 1
+                  and len(labels) == thr.size + 1 and np.all(np.diff(thr) > 0) and np.isfinite(thr).all()
+                  and all(isinstance(v, int) and 0 <= v < k for v in labels))
+            if not ok:
+                raise ValueError("intervals model: feature, ascending finite thresholds and one more label needed")
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"{kind} model parameters are malformed: {exc!r}") from None
+
+
+def _tree_cache(t: dict) -> dict:
+    return {"cl": np.asarray(t["children_left"], dtype=np.intp), "cr": np.asarray(t["children_right"], dtype=np.intp),
+            "f": np.maximum(np.asarray(t["feature"], dtype=np.intp), 0),
+            "thr": np.asarray(t["threshold"], dtype=np.float64), "v": np.asarray(t["value"], dtype=np.float64)}
+
+
+def _extra_arrays(kind: str, p: dict) -> dict:
+    if kind == "tree":
+        return _tree_cache(p)
+    if kind == "gbt":
+        # all trees padded to one (n_trees, max_nodes) table, traversed together at dispatch
+        trees = [_tree_cache(t) for t in p["trees"]]
+        width = max(t["cl"].size for t in trees)
+
+        def table(key, fill):
+            out = np.full((len(trees), width), fill, dtype=trees[0][key].dtype)
+            for i, t in enumerate(trees):
+                out[i, :t[key].size] = t[key]
+            return out
+        return {"cl": table("cl", -1), "cr": table("cr", -1), "f": table("f", 0), "thr": table("thr", 0.0),
+                "v": table("v", 0.0), "lr": float(p["learning_rate"]), "init": float(p["init"]),
+                "codes": np.asarray(p["variant_codes"], dtype=np.float64), "f32": bool(p.get("x_float32", True))}
+    if kind == "linear":
+        return {"log": np.asarray(p["log_mask"], dtype=bool), "mean": np.asarray(p["mean"], dtype=np.float64),
+                "scale": np.asarray(p["scale"], dtype=np.float64), "coef": np.asarray(p["coef"], dtype=np.float64),
+                "b": np.asarray(p["intercept"], dtype=np.float64), "choose": p["choose"]}
+    return {"feature": int(p["feature"]), "thr": np.asarray(p["thresholds"], dtype=np.float64), "labels": np.asarray(p["labels"], dtype=np.intp)}
+
+
+def tree_leaves(t: dict, X32: np.ndarray) -> np.ndarray:
+    """Leaf index of each row of ``X32`` (already rounded to float32) in tree arrays ``t``."""
+    node = np.zeros(X32.shape[0], dtype=np.intp)
+    rows = np.arange(X32.shape[0])
+    while True:
+        left = t["cl"][node]
+        internal = left >= 0
+        if not internal.any():
+            return node
+        go_left = X32[rows, t["f"][node]] <= t["thr"][node]
+        node = np.where(internal, np.where(go_left, left, t["cr"][node]), node)
+
+
+def _predict_extra(kind: str, a: dict, X: np.ndarray, k: int) -> np.ndarray:
+    if kind == "tree":
+        X32 = X.astype(np.float32).astype(np.float64)
+        return a["v"][tree_leaves(a, X32)].argmin(axis=1)
+    if kind == "gbt":
+        n = X.shape[0]
+        rows = np.hstack([np.repeat(X, k, axis=0), np.tile(a["codes"], (n, 1))])
+        if a["f32"]:
+            rows = rows.astype(np.float32).astype(np.float64)
+        m, n_trees = rows.shape[0], a["cl"].shape[0]
+        tree = np.arange(n_trees)[None, :]
+        row = np.arange(m)[:, None]
+        node = np.zeros((m, n_trees), dtype=np.intp)
+        while True:
+            left = a["cl"][tree, node]
+            internal = left >= 0
+            if not internal.any():
+                break
+            go_left = rows[row, a["f"][tree, node]] <= a["thr"][tree, node]
+            node = np.where(internal, np.where(go_left, left, a["cr"][tree, node]), node)
+        # summed in scikit-learn's order: init, then each stage's scaled leaf value
+        terms = np.hstack([np.full((m, 1), a["init"]), a["lr"] * a["v"][tree, node]])
+        raw = np.add.accumulate(terms, axis=1)[:, -1]
+        return raw.reshape(n, k).argmax(axis=1)
+    if kind == "linear":
+        Z = X.copy()
+        Z[:, a["log"]] = np.log1p(np.maximum(Z[:, a["log"]], 0.0))
+        scores = ((Z - a["mean"]) / a["scale"]) @ a["coef"] + a["b"]
+        return scores.argmax(axis=1) if a["choose"] == "max" else scores.argmin(axis=1)
+    return a["labels"][np.searchsorted(a["thr"], X[:, a["feature"]], side="right")]
+
+
+def _compile_extra(kind: str, a: dict, d: int, dev: np.ndarray):
+    """The compiled evaluator (:mod:`nitro._selector`) of a time learner's model kind."""
+    from . import _selector
+    if kind == "tree":
+        t = {key: a[key][None, :] for key in ("cl", "cr", "f", "thr")}
+        return _selector.Tree(d, dev, t["cl"], t["cr"], t["f"], t["thr"], a["v"], True)
+    if kind == "gbt":
+        return _selector.Gbt(d, dev, a["cl"], a["cr"], a["f"], a["thr"], a["v"], a["lr"], a["init"], a["codes"], a["f32"])
+    if kind == "linear":
+        return _selector.Linear(d, dev, a["log"].tolist(), a["mean"], a["scale"], a["coef"], a["b"], a["choose"] == "max")
+    return _selector.Intervals(d, dev, a["feature"], a["thr"], a["labels"].tolist())

@@ -12,7 +12,7 @@ from tqdm.auto import tqdm
 
 from . import devices as devices_mod
 from .dispatch import feature_vector
-from .learn import SVMSelector
+from .learn import SVMSelector, fit_selector, make_selector
 from .measurement import TimingPolicy, TrainingRow, measure_variants
 from .model import SelectorModel
 from .search import EarlyStopping, budget_count, margins, prior_order, spread_indices
@@ -44,7 +44,11 @@ class Autotuner:
         self.name = name
         self._store = store
         self.policy = policy or TimingPolicy()
-        self.learner = learner if learner is not None else SVMSelector()
+        # a learner instance or a selector name (nitro.learn.SELECTORS); time learners
+        # (``fits_times = True``) are fitted on the time matrix, others on best-variant labels
+        self.learner_given = learner is not None
+        self.learner = make_selector(learner) if isinstance(learner, str) else (
+            learner if learner is not None else SVMSelector())
         self.progress = progress
         self.training_args: list[tuple] = []
         self.training_ids: list[str] = []
@@ -196,10 +200,16 @@ class Autotuner:
         if not labelled:
             raise ValueError(f"{cv.name}: no training input has a valid variant to learn from")
         X = np.array([[r.features[f] for f in cv.feature_names] for r in labelled])
-        y = np.array([r.best for r in labelled])
-        est = clone(self.learner).fit(X, y)
+        if getattr(self.learner, "fits_times", False):
+            times = np.array([[np.nan if r.times.get(v) is None else r.times[v] for v in cv.variant_names]
+                              for r in labelled], dtype=np.float64)
+            est = fit_selector(self.learner, X, times)
+            variants = cv.variant_names
+        else:
+            est = clone(self.learner).fit(X, np.array([r.best for r in labelled]))
+            variants = None
         device = cv.device_id or devices_mod.current_device_id()
-        return SelectorModel.from_estimator(est, cv.feature_names, provenance={
+        return SelectorModel.from_estimator(est, cv.feature_names, variants=variants, provenance={
             "method": "on-device", "device": device, "n_inputs": len(labelled),
             "learner": type(est).__name__, "params": {k: str(v) for k, v in getattr(est, "best_params_", {}).items()}})
 
@@ -215,6 +225,8 @@ class Autotuner:
         on the sources) are measured here and recorded for this device first."""
         from .transfer.tune import tune_from_source
         kwargs.setdefault("progress", self.progress)
+        if self.learner_given:
+            kwargs.setdefault("learner", self.learner)
         models = []
         for cv in variants:
             options = {"target": cv.device_id, "profiling_based_dfs": cv.profiling_based_dfs,

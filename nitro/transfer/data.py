@@ -85,3 +85,16 @@ def stack_sources(data: TransferData, sources, inputs: np.ndarray, features: lis
         ys.append(y[ok])
         owners.append(np.full(ok.sum(), s))
     return np.vstack(Xs), np.concatenate(ys), np.concatenate(owners)
+
+
+def stack_times(data: TransferData, sources, inputs: np.ndarray, features: list[int]):
+    """Like :func:`stack_sources`, for learners fitted on run times: rows
+    ``[input features ∘ source's device features]`` and each row's times (NaN = failed);
+    inputs without any valid time on a source are left out. Returns ``(X, times)``."""
+    Xs, Ts = [], []
+    for s in sources:
+        t = data.times[s, inputs]
+        ok = np.isfinite(t).any(axis=1)
+        Xs.append(concatenate(data.X[inputs[ok]], data.D[s, features]))
+        Ts.append(t[ok])
+    return np.vstack(Xs), np.vstack(Ts)

@@ -14,7 +14,7 @@ from ..search import budget_count
 from ..model import SelectorModel
 from ..store import Store
 from .cvdfs import cv_dfs
-from .data import TransferData
+from .data import TransferData, stack_times
 from .fewshot import corrected_expansion, pick_inputs
 from .fit import export_model, transfer_scores
 from .pdfs import profile_dfs
@@ -29,15 +29,20 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
                      target: str | None = None, target_features=None,
                      profiling_based_dfs: bool = False, search_based_dfs: bool = False,
                      k: int = 1, max_subset_size: int = 3, selection: str = "ensemble",
-                     n_jobs: int | None = None, progress: bool = True, target_budget: int | float | None = None,
+                     n_jobs: int | None = None, progress: bool = True, learner=None,
+                     target_budget: int | float | None = None,
                      measure_target: Callable[[list[str]], list[TrainingRow]] | None = None) -> SelectorModel:
     """Build (and store) computation ``name``'s model for ``target`` (default: this device)
     from every source device's training rows and device features in ``store``.
 
-    Few-shot: with ``target_budget`` (a count, or a fraction of the training inputs), that many
-    representative training inputs are timed on the target (rows already recorded for it are
-    reused; ``measure_target(input_ids)`` measures the rest) and correct the zero-shot model
-    (:mod:`nitro.transfer.fewshot`)."""
+    ``learner`` (a selector or its name in :data:`nitro.learn.SELECTORS`) replaces the
+    Kronecker KRR: it is fitted on the sources' rows ``[input ∘ selected device features]``
+    and the model holds the target's values of those features as constants.
+
+    Few-shot (Kronecker KRR only): with ``target_budget`` (a count, or a fraction of the
+    training inputs), that many representative training inputs are timed on the target (rows
+    already recorded for it are reused; ``measure_target(input_ids)`` measures the rest) and
+    correct the zero-shot model (:mod:`nitro.transfer.fewshot`)."""
     meta = store.meta(name)
     if meta["variants"] != list(variants) or meta["features"] != list(features):
         raise ValueError(f"{name}: the store holds variants {meta['variants']} and features "
@@ -85,9 +90,13 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
         subsets = result.subsets
         provenance["cv_dfs"] = {"selection": selection, "frequencies": result.frequencies,
                                 "seconds": result.seconds}
+    used = sorted({f for s in subsets for f in s})
+    if learner is not None:
+        if target_budget is not None:
+            raise ValueError("target_budget corrects the default Kronecker KRR model; it cannot be combined with learner=")
+        return _fit_learner(store, name, learner, data, prep, t, used, variants, features, provenance)
     cols = [[data.device_features.index(f) for f in s] for s in subsets]
     _, beta, mu = transfer_scores(prep, t, cols)
-    used = sorted({f for s in subsets for f in s})
     provenance.update(device_features=used, subsets=subsets,
                       target_features={f: float(data.D[t, data.device_features.index(f)]) for f in used})
     centers = None
@@ -119,3 +128,17 @@ def _few_shot(store, name, prep, t, beta, mu, budget, measure_target):
     centers, weights, lam = corrected_expansion(prep.grid.X, beta, mu, prep.grid.gamma_x,
                                                 prep.X[picks[ok]], fraction_targets(times[ok]))
     return centers, weights, {"inputs": [i for i, good in zip(ids, ok) if good], "lambda": lam}
+
+
+def _fit_learner(store, name, learner, data, prep, t, used, variants, features, provenance) -> SelectorModel:
+    from ..learn import fit_selector, make_selector
+    learner = make_selector(learner) if isinstance(learner, str) else learner
+    cols = [data.device_features.index(f) for f in used]
+    X, times = stack_times(data, prep.sources, prep.train, cols)
+    est = fit_selector(learner, X, times)
+    target_values = {f: float(data.D[t, c]) for f, c in zip(used, cols)}
+    provenance.update(device_features=used, target_features=target_values, learner=type(est).__name__)
+    model = SelectorModel.from_estimator(est, list(features), device_features=target_values,
+                                         variants=list(variants), provenance=provenance)
+    store.put_model(name, data.devices[t], model.to_dict())
+    return model

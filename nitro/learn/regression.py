@@ -1,0 +1,164 @@
+"""Bergstra et al.'s predictive auto-tuning: gradient-boosted regression trees predict each
+variant's log speed-up, and the choice is the argmax — search on the model, not the hardware.
+
+One model over rows ``[x ∘ code(variant)]``, where ``x`` is the input's features (with
+device features appended for cross-device use) and ``code`` is the variant's one-hot identity
+or, for parameterised variants, its configuration parameters. The target is
+``log(t_ref / t_v)``, the log speed-up over the input's reference time (the median of its
+valid times, so that large and small inputs weigh alike); a variant that failed or was not
+allowed gets the paper's constant ``ζ`` below that (``zeta``, default ``log 0.5``, the best
+value in the paper), placed under the slowest valid variant so it is never preferred.
+
+For many configurations (``variant_codes`` given), :meth:`RegressionSelector.search`
+hill-climbs over a parameter grid on the model, and :meth:`RegressionSelector.search_and_run`
+falls back to the next-best configuration when a chosen one fails at run time.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+from sklearn.ensemble import HistGradientBoostingRegressor
+from threadpoolctl import threadpool_limits
+
+from .base import TimeSelector
+
+
+class RegressionSelector(TimeSelector):
+    """Gradient-boosted trees over ``[x ∘ code(variant)]`` predicting log speed-up; argmax.
+
+    The booster is scikit-learn's histogram gradient boosting (``max_iter`` trees of at most
+    ``max_leaf_nodes`` leaves, no early stopping, so fits are deterministic).
+    ``variant_codes``: optional ``(n_variants, q)`` configuration parameters of the variants
+    (default: one-hot identity). ``n_threads`` OpenMP threads fit and predict (default 1: on a
+    busy machine OpenMP's spin-waiting made multi-threaded fits ~50× slower).
+    ``min_samples_leaf`` defaults to scikit-learn's 20 rows, fewer on small training sets
+    (one per 50 rows, at least 1) so that a few inputs can still separate the variants.
+    """
+
+    def __init__(self, max_iter: int = 200, max_leaf_nodes: int = 31, min_samples_leaf: int | None = None,
+                 learning_rate: float = 0.1, zeta: float = math.log(0.5), variant_codes=None, random_state: int = 0,
+                 n_threads: int | None = 1):
+        self.max_iter = max_iter
+        self.max_leaf_nodes = max_leaf_nodes
+        self.min_samples_leaf = min_samples_leaf
+        self.learning_rate = learning_rate
+        self.zeta = zeta
+        self.variant_codes = variant_codes
+        self.random_state = random_state
+        self.n_threads = n_threads
+
+    def _codes(self, k: int) -> np.ndarray:
+        if self.variant_codes is None:
+            return np.eye(k)
+        codes = np.asarray(self.variant_codes, dtype=np.float64)
+        if codes.ndim != 2 or codes.shape[0] != k or not np.isfinite(codes).all():
+            raise ValueError(f"variant_codes must be a finite ({k}, q) matrix, got shape {codes.shape}")
+        return codes
+
+    @staticmethod
+    def _rows(X: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        n, k = X.shape[0], codes.shape[0]
+        return np.hstack([np.repeat(X, k, axis=0), np.tile(codes, (n, 1))])
+
+    def targets(self, times: np.ndarray) -> np.ndarray:
+        """``log(t_ref / t)`` per input and variant, ``ζ`` below the slowest valid one for failures."""
+        logt = np.log(times)
+        y = np.nanmedian(logt, axis=1, keepdims=True) - logt
+        floor = np.minimum(np.nanmin(y, axis=1, keepdims=True), 0.0) + self.zeta
+        return np.where(np.isnan(y), floor, y)
+
+    def fit(self, X, times):
+        X, times = self._start_fit(X, times)
+        self.codes_ = self._codes(times.shape[1])
+        rows = X.shape[0] * times.shape[1]
+        leaf = self.min_samples_leaf if self.min_samples_leaf is not None else min(20, max(1, rows // 50))
+        self.gbr_ = HistGradientBoostingRegressor(max_iter=self.max_iter, max_leaf_nodes=self.max_leaf_nodes,
+                                                  min_samples_leaf=leaf,
+                                                  learning_rate=self.learning_rate, early_stopping=False,
+                                                  random_state=self.random_state)
+        with threadpool_limits(self.n_threads, user_api="openmp"):
+            self.gbr_.fit(self._rows(X, self.codes_), self.targets(times).ravel())
+        return self
+
+    def predict_scores(self, X, codes=None) -> np.ndarray:
+        """Predicted log speed-up (n_inputs, n_codes) of each variant (or of ``codes``)."""
+        X = self._check_X(X)
+        codes = self.codes_ if codes is None else np.atleast_2d(np.asarray(codes, dtype=np.float64))
+        with threadpool_limits(self.n_threads, user_api="openmp"):
+            return self.gbr_.predict(self._rows(X, codes)).reshape(X.shape[0], codes.shape[0])
+
+    def predict(self, X):
+        return self.predict_scores(X).argmax(axis=1)
+
+    def export(self):
+        """The ``"gbt"`` model kind. The trees are read from the fitted booster's predictor
+        arrays (leaf values already include the learning rate, so it is exported as 1.0;
+        thresholds compare float64 inputs, hence ``x_float32: False``)."""
+        trees = []
+        for (predictor,) in self.gbr_._predictors:
+            nodes = predictor.nodes
+            leaf = nodes["is_leaf"].astype(bool)
+            trees.append({"children_left": np.where(leaf, -1, nodes["left"].astype(np.int64)).tolist(),
+                          "children_right": np.where(leaf, -1, nodes["right"].astype(np.int64)).tolist(),
+                          "feature": np.where(leaf, -1, nodes["feature_idx"].astype(np.int64)).tolist(),
+                          "threshold": np.where(leaf, 0.0, nodes["num_threshold"]).tolist(),
+                          "value": nodes["value"].astype(np.float64).tolist()})
+        return "gbt", {"trees": trees, "learning_rate": 1.0,
+                       "init": float(np.ravel(self.gbr_._baseline_prediction)[0]),
+                       "variant_codes": self.codes_.tolist(), "x_float32": False}
+
+    # -- search on the model (parameterised variants) -------------------------------------------
+    def search(self, x, space: Mapping[str, Sequence[float]], start: Mapping[str, float] | None = None,
+               exclude=()) -> dict[str, float]:
+        """Hill-climb over the grid ``space`` (parameter → ordered values, in the order of the
+        columns of ``variant_codes``) on the model's predicted speed-up for input ``x``: from
+        ``start`` (default: the best of a coarse pass over every parameter's ends and middle),
+        move to the best neighbour (one parameter one step along its grid) until none is
+        better. Configurations in ``exclude`` (tuples of values) are never returned."""
+        names = list(space)
+        grids = [list(space[n]) for n in names]
+        if self.codes_.shape[1] != len(names):
+            raise ValueError(f"space has {len(names)} parameters, the model's codes have {self.codes_.shape[1]}")
+        excluded = {tuple(float(v) for v in c) for c in exclude}
+        x = np.atleast_2d(np.asarray(x, dtype=np.float64))
+
+        def score(cands):
+            cands = [c for c in cands if tuple(float(g[i]) for g, i in zip(grids, c)) not in excluded]
+            if not cands:
+                return None, -np.inf
+            s = self.predict_scores(x, [[g[i] for g, i in zip(grids, c)] for c in cands])[0]
+            j = int(s.argmax())
+            return cands[j], s[j]
+
+        if start is not None:
+            cur = tuple(grids[j].index(start[n]) for j, n in enumerate(names))
+            best = score([cur])
+        else:
+            coarse = itertools.product(*[sorted({0, len(g) // 2, len(g) - 1}) for g in grids])
+            best = score(list(coarse))
+        cur, cur_score = best
+        if cur is None:
+            raise LookupError("every configuration of the coarse pass is excluded")
+        while True:
+            nbrs = [cur[:j] + (cur[j] + s,) + cur[j + 1:] for j in range(len(grids)) for s in (-1, 1)
+                    if 0 <= cur[j] + s < len(grids[j])]
+            cand, cand_score = score(nbrs)
+            if cand is None or cand_score <= cur_score:
+                return {n: g[i] for n, g, i in zip(names, grids, cur)}
+            cur, cur_score = cand, cand_score
+
+    def search_and_run(self, x, space, run: Callable[[dict], object], max_tries: int = 5):
+        """Run the configuration :meth:`search` picks; when ``run`` raises, exclude that
+        configuration and search again (up to ``max_tries``). Returns ``(config, result)``."""
+        failed, errors = [], []
+        for _ in range(max_tries):
+            config = self.search(x, space, exclude=failed)
+            try:
+                return config, run(config)
+            except Exception as exc:  # a failing configuration falls back to the next best
+                failed.append(tuple(float(v) for v in config.values()))
+                errors.append(f"{config}: {type(exc).__name__}: {exc}")
+        raise RuntimeError(f"{max_tries} configurations failed: " + "; ".join(errors))

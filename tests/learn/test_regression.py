@@ -1,0 +1,91 @@
+"""Bergstra et al.'s regression selector: ζ for failures, search on the model with fallback,
+and cross-device use through tune_from_source."""
+import math
+
+import numpy as np
+import pytest
+
+from nitro import code_variant
+from nitro.learn import RegressionSelector
+from nitro.measurement import TrainingRow
+from nitro.model import SelectorModel
+from nitro.tuner import autotuner
+
+
+def test_targets_are_log_speedups_with_zeta_below_the_slowest():
+    T = np.array([[1.0, 2.0, 4.0], [1.0, np.nan, 1.0]])
+    y = RegressionSelector(zeta=math.log(0.5)).targets(T)
+    assert np.allclose(y[0], [math.log(2), 0.0, -math.log(2)])
+    assert np.isclose(y[1, 1], math.log(0.5)) and np.allclose(y[1, [0, 2]], 0.0)
+    # a failed variant scores below the slowest valid one of its input, whatever ζ
+    T = np.array([[1.0, 100.0, np.nan]])
+    y = RegressionSelector().targets(T)
+    assert y[0, 2] < y[0, 1] < y[0, 0]
+
+
+def tile_time(x, tile, unroll):
+    """A configuration landscape: run time is least at tile = x/8, unroll = 4."""
+    return (1 + (np.log2(tile) - np.log2(x / 8)) ** 2) * (1 + 0.1 * (unroll - 4) ** 2)
+
+
+SPACE = {"tile": [2.0 ** e for e in range(1, 11)], "unroll": [1.0, 2.0, 3.0, 4.0, 6.0, 8.0]}
+
+
+@pytest.fixture(scope="module")
+def configured():
+    """Trained on a sample of 24 of the 60 configurations, as parameterised variants."""
+    rng = np.random.default_rng(0)
+    grid = np.array([(t, u) for t in SPACE["tile"] for u in SPACE["unroll"]])
+    sample = grid[rng.choice(len(grid), 24, replace=False)]
+    xs = 2.0 ** rng.uniform(4, 12, 80)
+    T = np.array([[tile_time(x, t, u) for t, u in sample] for x in xs])
+    return RegressionSelector(variant_codes=sample).fit(np.log2(xs)[:, None], T), grid
+
+
+def test_search_on_the_model_finds_good_configurations_without_running_them(configured):
+    est, grid = configured
+    for x in (64.0, 512.0, 2048.0):
+        config = est.search([np.log2(x)], SPACE)
+        times = [tile_time(x, t, u) for t, u in grid]
+        got = tile_time(x, config["tile"], config["unroll"])
+        assert got <= 2.5 * min(times) and got <= 0.5 * np.median(times)
+
+
+def test_search_and_run_falls_back_when_a_configuration_fails(configured):
+    est, _ = configured
+    first = est.search([9.0], SPACE)
+    tried = []
+
+    def run(config):
+        tried.append(dict(config))
+        if config == first:
+            raise MemoryError("tile does not fit")
+        return "ran"
+
+    config, result = est.search_and_run([9.0], SPACE, run)
+    assert result == "ran" and tried[0] == first and config != first and len(tried) == 2
+    with pytest.raises(RuntimeError, match="configurations failed"):
+        est.search_and_run([9.0], SPACE, lambda c: 1 / 0, max_tries=3)
+
+
+def test_tune_from_source_with_a_selector_by_name(store):
+    """Four source devices whose bandwidth moves the crossover of two variants; the target's
+    model holds its own bandwidth as a constant and dispatches through a code variant."""
+    variants, features = ["narrow", "wide"], ["n"]
+    store.declare("xover", variants, features)
+    rng = np.random.default_rng(0)
+    sizes = 2.0 ** rng.uniform(4, 20, 60)
+    for bw in (100.0, 200.0, 400.0, 800.0):
+        dev = f"gpu{int(bw)}"
+        store.put_device(dev, {"bandwidth": {"value": bw, "unit": "GB/s", "source": "test"}})
+        for i, n in enumerate(sizes):
+            times = {"narrow": n / bw, "wide": 1e4 / bw + n / (4 * bw) * (1 + 0.01 * rng.random())}
+            store.put_row("xover", dev, TrainingRow(f"in{i}", {"n": float(n)}, times))
+    store.put_device("target", {"bandwidth": {"value": 300.0, "unit": "GB/s", "source": "test"}})
+    cv = code_variant("xover", {"narrow": lambda n: "narrow", "wide": lambda n: "wide"}, {"n": lambda n: n})
+    cv.device_id = "target"
+    model, = autotuner("xover", store=store, learner="regression", progress=False).tune_from_source([cv])
+    assert model.kind == "gbt" and model.device_features == {"bandwidth": 300.0}
+    assert model.provenance["learner"] == "RegressionSelector"
+    assert SelectorModel.from_dict(store.model("xover", "target")).predict([[16.0], [1e6]]) == ["narrow", "wide"]
+    assert cv(16.0) == "narrow" and cv(1e6) == "wide"
