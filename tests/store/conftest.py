@@ -52,7 +52,7 @@ class RedisServer:
             cmd += ["--port", str(self.port)]
         if self.password:
             cmd += ["--requirepass", self.password]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         end = time.monotonic() + wait
         while True:
             try:
@@ -64,6 +64,8 @@ class RedisServer:
                 log = (self.dir / "redis.log").read_text(errors="replace")[-2000:] \
                     if (self.dir / "redis.log").exists() else ""
                 self.stop()
+                if self.proc.stdout is not None:   # configuration errors go to stdout, not the log
+                    log += self.proc.stdout.read().decode(errors="replace")[-2000:]
                 error = RuntimeError(f"redis-server did not start: {cmd}\n{log}")
                 error.log = log
                 raise error
