@@ -7,6 +7,8 @@ distribution, the probability that ``t`` variants drawn without replacement woul
 than ``epsilon`` slower than the best; stop when it is below ``alpha``. A raced variant stops
 repeating as soon as its fastest sample is more than ``race`` slower than the best median so
 far: it cannot be the best, and its recorded time is the median of the samples it got.
+Variants are tried most often best first; every variant that has ever been best is always
+measured, and the first inputs are measured in full (:meth:`EarlyStopping.for_input`).
 Skipped variants are recorded with time ``None`` and the reason "skipped by early stopping":
 fine for learners of the best variant (the default SVM), less so for learners that use every
 variant's time (cost-aware and cross-device ones), which should get exhaustive rows.
@@ -14,7 +16,7 @@ variant's time (cost-aware and cross-device ones), which should get exhaustive r
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -29,6 +31,17 @@ class EarlyStopping:
     alpha: float = 0.1
     race: float = 0.5
     min_variants: int = 2
+    exhaustive_inputs: int = 3
+
+    def for_input(self, best_counts: dict[str, int], n_measured: int, n_variants: int) -> "EarlyStopping":
+        """The tolerances for the next input: every variant while fewer than
+        ``exhaustive_inputs`` inputs are measured, then at least every variant that was
+        ever best (tried first, see :func:`prior_order`). Vuduc's rule assumes variants drawn
+        at random; tried in order of past wins it would otherwise stop before a variant
+        that wins rarely, and never learn that it wins."""
+        ever_best = sum(1 for c in best_counts.values() if c > 0)
+        floor = n_variants if n_measured < self.exhaustive_inputs else ever_best
+        return replace(self, min_variants=max(self.min_variants, floor))
 
     def __post_init__(self):
         if not (0 < self.epsilon < 1 and 0 < self.alpha < 1 and self.race > 0 and self.min_variants >= 1):

@@ -53,6 +53,7 @@ class Autotuner:
         self.training_args: list[tuple] = []
         self.training_ids: list[str] = []
         self.counts: dict = {"calls": 0, "seconds": 0.0}  # variant calls made by measure()
+        self._best_counts: dict[str, Counter] = {}          # per computation: how often each variant won
 
     @property
     def store(self) -> Store:
@@ -94,15 +95,18 @@ class Autotuner:
         ids = [self.training_ids[k] for k in picked]
         todo = [(i, self.training_args[k]) for i, k in zip(ids, picked) if i not in recorded]
         rows = [recorded[i] for i in ids if i in recorded]
-        best_counts = Counter(r.best for r in rows)
+        best_counts = self._best_counts.setdefault(cv.name, Counter())   # kept across calls (batches)
+        best_counts.update(r.best for r in rows)
         for iid, args in tqdm(todo, desc=f"measuring {cv.name}", unit="input", disable=not self.progress):
             feats = feature_vector(cv.feature_names, cv.compute_features(*args), f"{cv.name}, input {iid}: ")
             reference = cv.reference(*args) if cv.reference is not None else None
             order = prior_order(cv.variant_names, best_counts) if early_stopping is not None else None
+            stopping = (early_stopping.for_input(best_counts, sum(best_counts.values()), len(cv.variant_names))
+                        if early_stopping is not None else None)
             times, failed = measure_variants(cv.variants, args, reference=reference,
                                              reference_variant=cv.default, check=cv.check,
                                              allowed=cv.allowed(feats), policy=self.policy,
-                                             early_stopping=early_stopping, order=order, counts=self.counts)
+                                             early_stopping=stopping, order=order, counts=self.counts)
             row = TrainingRow(iid, dict(zip(cv.feature_names, feats)), times, failed)
             best_counts[row.best] += 1
             if cv.record:

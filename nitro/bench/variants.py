@@ -16,6 +16,16 @@ from ..tuner import Autotuner
 from .quality import as_args, choices, test_times
 
 
+def _seconds(fn, item, policy: TimingPolicy) -> float:
+    """Median seconds of ``fn`` on one input, after one untimed call; inf if it raises."""
+    args = as_args(item)
+    try:
+        fn(*args)
+        return time_call(fn, args, policy)
+    except Exception:  # e.g. a solver that does not converge on this input
+        return float("inf")
+
+
 def bench_family(family: str, seed: int = 0, policy: TimingPolicy | None = None, progress: bool = False) -> dict:
     module = benchmarks.load(family)
     policy = policy or TimingPolicy()
@@ -31,9 +41,9 @@ def bench_family(family: str, seed: int = 0, policy: TimingPolicy | None = None,
     names = cv.variant_names
     best = np.nanargmin(np.where(ok[:, None], times, np.inf), axis=1)[ok]
     picked = choices(cv, test)
-    tuned_call = np.array([time_call(cv, as_args(item), policy) for item in test])
-    base_call = np.array([time_call(module.baseline, as_args(item), policy) for item in test])
-    speedup = base_call / tuned_call
+    tuned_call = np.array([_seconds(cv, item, policy) for item in test])
+    base_call = np.array([_seconds(module.baseline, item, policy) for item in test])
+    speedup = base_call / tuned_call          # 0 where the tuned choice failed
     fixed = {v: 100 * fraction_of_optimum(times[ok], np.full(int(ok.sum()), i)) for i, v in enumerate(names)}
     return {
         "family": family, "n_train": len(train), "n_test": len(test), "n_scored": int(ok.sum()),
@@ -43,6 +53,7 @@ def bench_family(family: str, seed: int = 0, policy: TimingPolicy | None = None,
         "best_fixed_variant": max(fixed, key=fixed.get), "best_fixed_percent": max(fixed.values()),
         "speedup_over_baseline": {"median": float(np.median(speedup)), "min": float(speedup.min()),
                                   "share_at_least_as_fast": float((speedup >= 1.0).mean())},
+        "tuned_call_failures": int(np.isinf(tuned_call).sum()),
         "tuning_seconds": tuned_s,
     }
 
