@@ -34,3 +34,14 @@ def test_imports_the_shared_spmv_dataset(store, spmv_dataset):
     assert result["devices"] == 9
     assert len(store.rows("spmv", "tesla_v100_sxm2")) > 2000
     assert store.device("tesla_v100_sxm2")["peak_gbps"]["value"] == 900
+
+
+def test_the_committed_cpu_dataset_loads():
+    """The measurements recorded here with nitro's own tools are a valid dataset."""
+    from pathlib import Path
+
+    from nitro.dataset import load_dataset_dir
+    root = Path(__file__).resolve().parents[2] / "datasets" / "cpu_amd_epyc_2t"
+    for computation, n_variants in (("histogram", 6), ("spmv", 5)):
+        m = load_dataset_dir(root / computation)
+        assert m.device_ids == ["cpu_amd_epyc_2t"] and len(m.inputs) == 96 and len(m.variants) == n_variants
