@@ -7,8 +7,8 @@ import time
 import numpy as np
 
 from . import devices
+from .bench.quality import choices, test_times
 from .benchmarks import histogram
-from .measurement import measure_variants
 from .metrics import fraction_of_optimum, random_fraction
 from .tuner import autotuner
 
@@ -25,10 +25,8 @@ def run_demo(store=None, n_train: int = 48, n_test: int = 48, seed: int = 0, pro
     trained = time.perf_counter()
 
     names = hist.variant_names
-    times = np.array([[t if t is not None else np.nan for t in
-                       measure_variants(hist.variants, (img,), reference=histogram.reference(img),
-                                        policy=tuner.policy)[0].values()] for img in test])
-    chosen = np.array([names.index(hist.select(img)) for img in test])
+    times = test_times(hist, test, tuner.policy)
+    chosen = choices(hist, test)
     selectors = {"tuned": fraction_of_optimum(times, chosen)}
     for i, name in enumerate(names):
         selectors[name] = fraction_of_optimum(times, np.full(len(test), i))
