@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from .dataset import Measurements
-from .learn import SELECTORS, SVMSelector
+from .learn import SELECTORS, SVMSelector, fit_selector
 from .metrics import fraction_of_optimum, random_fraction
 from .transfer.analysis import architecture_sensitivity, best_variant_histogram, device_cosine_similarity
 from .transfer.cvdfs import cv_dfs
@@ -92,9 +92,9 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
     on_device = {}
     if {"majority", "trained_on_target"} & set(methods):
         for d in idx + [data.device_index(o) for o in others]:
-            y = data.labels(d, train)
-            ok = y >= 0
-            on_device[d] = SVMSelector().fit(data.X[train[ok]], y[ok]).predict(data.X[test]) if ok.any() else None
+            ok = np.isfinite(data.times[d, train]).any(axis=1)
+            on_device[d] = (fit_selector(SVMSelector(), data.X[train[ok]], data.times[d, train[ok]]).predict(data.X[test])
+                            if ok.any() else None)
 
     def run_target(t: int, sources: list[int]) -> tuple[dict, dict]:
         times = data.times[t, test]

@@ -7,7 +7,6 @@ from collections import Counter
 from typing import Any, Iterable, Sequence
 
 import numpy as np
-from sklearn.base import clone
 from tqdm.auto import tqdm
 
 from . import devices as devices_mod
@@ -130,12 +129,10 @@ class Autotuner:
         rows = self.measure(cv, remeasure, early_stopping, indices=chosen)
         batch, previous, stable = max(1, math.ceil(limit / 8)), None, 0
         while len(chosen) < limit:
-            labelled = [r for r in rows if r.best is not None]
-            if not labelled:
+            if not any(r.best is not None for r in rows):
                 extra = [i for i in spread_indices(X, len(chosen) + batch) if i not in chosen]
             else:
-                est = clone(self.learner).fit(np.array([[r.features[f] for f in cv.feature_names] for r in labelled]),
-                                              np.array([r.best for r in labelled]))
+                est = self._fit(cv, rows)
                 predicted = est.predict(X)
                 stable = stable + 1 if previous is not None and (predicted == previous).all() else 0
                 if stable >= 2:
@@ -199,22 +196,22 @@ class Autotuner:
             models.append(model)
         return models
 
-    def fit_rows(self, cv: CodeVariant, rows: Sequence[TrainingRow]) -> SelectorModel:
+    def _fit(self, cv: CodeVariant, rows: Sequence[TrainingRow]):
+        """The learner fitted on the rows' time matrix (:func:`nitro.learn.fit_selector`);
+        its classes are variant indices."""
         labelled = [r for r in rows if r.best is not None]
         if not labelled:
             raise ValueError(f"{cv.name}: no training input has a valid variant to learn from")
         X = np.array([[r.features[f] for f in cv.feature_names] for r in labelled])
-        if getattr(self.learner, "fits_times", False):
-            times = np.array([[np.nan if r.times.get(v) is None else r.times[v] for v in cv.variant_names]
-                              for r in labelled], dtype=np.float64)
-            est = fit_selector(self.learner, X, times)
-            variants = cv.variant_names
-        else:
-            est = clone(self.learner).fit(X, np.array([r.best for r in labelled]))
-            variants = None
+        times = np.array([[np.nan if r.times.get(v) is None else r.times[v] for v in cv.variant_names]
+                          for r in labelled], dtype=np.float64)
+        return fit_selector(self.learner, X, times)
+
+    def fit_rows(self, cv: CodeVariant, rows: Sequence[TrainingRow]) -> SelectorModel:
+        est = self._fit(cv, rows)
         device = cv.device_id or devices_mod.current_device_id()
-        return SelectorModel.from_estimator(est, cv.feature_names, variants=variants, provenance={
-            "method": "on-device", "device": device, "n_inputs": len(labelled),
+        return SelectorModel.from_estimator(est, cv.feature_names, variants=cv.variant_names, provenance={
+            "method": "on-device", "device": device, "n_inputs": sum(r.best is not None for r in rows),
             "learner": type(est).__name__, "params": {k: str(v) for k, v in getattr(est, "best_params_", {}).items()}})
 
     # -- cross-device tuning ----------------------------------------------------------------------

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import BaseEstimator, clone
-from sklearn.utils.validation import check_array
+from sklearn.utils.validation import check_array, has_fit_parameter
 
 
 def check_times(X, times, min_variants: int = 1):
@@ -71,15 +71,28 @@ class TimeSelector(BaseEstimator):
         return X
 
 
+def regret_weights(times: np.ndarray, floor: float = 0.01, cap: float = 1.0) -> np.ndarray:
+    """Weight of each input for a label learner: how much slower its runner-up variant is
+    (``t_second / t_best - 1``), kept within ``[floor, cap]``. Where the two fastest variants
+    tie, a wrong label costs nothing and their order is measurement noise; where the runner-up
+    is twice as slow (or none is valid), a wrong label costs the most."""
+    s = np.sort(slowdown(times), axis=1)
+    runner_up = s[:, 1] if s.shape[1] > 1 else np.full(len(s), np.inf)
+    return np.clip(runner_up - 1.0, floor, cap)
+
+
 def fit_selector(learner, X, times):
     """A fitted clone of ``learner`` from a time matrix: time learners get the times, label
-    learners the index of each input's fastest variant (inputs without one are dropped)."""
+    learners the index of each input's fastest variant (inputs without one are dropped),
+    weighted by :func:`regret_weights` where the learner takes ``sample_weight``."""
     X = np.asarray(X, dtype=np.float64)
     times = np.asarray(times, dtype=np.float64)
     est = clone(learner)
     if getattr(est, "fits_times", False):
         return est.fit(X, times)
     ok = np.isfinite(times).any(axis=1)
+    if has_fit_parameter(est, "sample_weight"):
+        return est.fit(X[ok], best_index(times[ok]), sample_weight=regret_weights(times[ok]))
     return est.fit(X[ok], best_index(times[ok]))
 
 

@@ -2,6 +2,7 @@
 import numpy as np
 
 from nitro.learn import CostMinSelector, LeastSquaresSelector, SVMSelector, delta_err, delta_miss, fit_selector
+from nitro.learn.base import best_index, regret_weights
 
 
 def test_delta_metrics_as_in_vuduc():
@@ -21,10 +22,18 @@ def test_cost_minimisation_weighs_how_much_slower_a_wrong_choice_is():
     lucky = rng.random(n) < 0.6
     T = np.column_stack([np.where(lucky, 1.0, 10.0), np.full(n, 1.05)])
     costmin = fit_selector(CostMinSelector(), X, T).predict(X)
-    labels = fit_selector(SVMSelector(), X, T).predict(X)
+    labels = SVMSelector().fit(X, best_index(T)).predict(X)          # unweighted: counts misses
     assert (costmin == 1).all() and (labels == 0).mean() > 0.9
     assert delta_miss(T, costmin) > delta_miss(T, labels)
     assert delta_err(T, costmin) < 0.1 < delta_err(T, labels)
+    # fit_selector weighs each label by its runner-up's regret, so the SVM takes 'safe' too
+    weighted = fit_selector(SVMSelector(), X, T).predict(X)
+    assert (weighted == 1).mean() > 0.9 and delta_err(T, weighted) < 0.1
+
+
+def test_regret_weights_are_the_runner_ups_slowdown_within_bounds():
+    T = np.array([[1.0, 1.001, 5.0], [2.0, 2.5, np.nan], [1.0, 9.0, 30.0], [3.0, np.nan, np.nan]])
+    assert np.allclose(regret_weights(T), [0.01, 0.25, 1.0, 1.0])
 
 
 def test_least_squares_recovers_power_laws_and_their_crossover():
