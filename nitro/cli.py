@@ -60,7 +60,8 @@ def cmd_bench_training(args):
     from .bench.training import bench_training, format_training
     from .search import EarlyStopping
     result = bench_training(args.family, args.train, args.test, args.seed, budget=args.budget,
-                            early_stopping=EarlyStopping(epsilon=args.epsilon, alpha=args.alpha, race=args.race))
+                            early_stopping=EarlyStopping(epsilon=args.epsilon, alpha=args.alpha, race=args.race),
+                            repeats=args.repeats)
     _emit(args, result, format_training(result))
 
 
@@ -246,7 +247,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--family", default="histogram", help="benchmark family (default histogram)")
     p.add_argument("--train", type=int, default=48)
     p.add_argument("--test", type=int, default=48)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="first train/test draw")
+    p.add_argument("--repeats", type=int, default=3, help="independent train/test draws (default 3)")
     p.add_argument("--budget", type=float, default=0.5, help="fraction of training inputs to measure")
     p.add_argument("--epsilon", type=float, default=0.05, help="early stopping: tolerated distance to the best")
     p.add_argument("--alpha", type=float, default=0.1, help="early stopping: tolerated probability of missing it")

@@ -1,5 +1,7 @@
 import json
 
+import numpy as np
+
 import pytest
 
 from nitro.cli import main
@@ -51,3 +53,15 @@ def test_demo_runs_end_to_end_on_the_embedded_store(capsys):
     r = json.loads(capsys.readouterr().out)
     assert set(r["percent_of_optimum"]) >= {"tuned", "random", "shared_atomic_even"}
     assert r["dispatch_example"]["correct"] and "embedded store" in r["store"]
+
+
+def test_bench_training_json_totals_its_draws(capsys):
+    assert main(["bench", "training", "--json", "--train", "8", "--test", "4", "--repeats", "2", "--budget", "0.5"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert [run["seed"] for run in r["runs"]] == [0, 1]
+    calls = {side: sum(run[side]["variant_calls"] for run in r["runs"]) for side in ("exhaustive", "reduced")}
+    assert calls["reduced"] < calls["exhaustive"]
+    assert np.isclose(r["calls_ratio"], calls["reduced"] / calls["exhaustive"])
+    assert r["worst_quality_ratio"] == min(run["quality_ratio"] for run in r["runs"]) > 0
+    means = [np.mean([run[side]["percent_of_optimum"] for run in r["runs"]]) for side in ("reduced", "exhaustive")]
+    assert np.isclose(r["quality_ratio"], means[0] / means[1])
