@@ -249,7 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--test", type=int, default=48)
     p.add_argument("--seed", type=int, default=0, help="first train/test draw")
     p.add_argument("--repeats", type=int, default=3, help="independent train/test draws (default 3)")
-    p.add_argument("--budget", type=float, default=0.5, help="fraction of training inputs to measure")
+    p.add_argument("--budget", type=float, default=0.75, help="fraction of training inputs to measure (default 0.75)")
     p.add_argument("--epsilon", type=float, default=0.05, help="early stopping: tolerated distance to the best")
     p.add_argument("--alpha", type=float, default=0.1, help="early stopping: tolerated probability of missing it")
     p.add_argument("--race", type=float, default=0.5, help="stop repeating a variant this much slower than the best")

@@ -48,7 +48,7 @@ def _one_draw(module, n_train: int, n_test: int, seed: int, budget: float, early
 
 
 def bench_training(family: str = "histogram", n_train: int = 48, n_test: int = 48, seed: int = 0,
-                   budget: float = 0.5, early_stopping: EarlyStopping | None = None, repeats: int = 3) -> dict:
+                   budget: float = 0.75, early_stopping: EarlyStopping | None = None, repeats: int = 3) -> dict:
     """Train twice per draw (exhaustive; early stopping + active learning with ``budget``) on
     ``repeats`` train/test draws and compare variant calls, measuring seconds and % of the
     exhaustive optimum on the test inputs."""
