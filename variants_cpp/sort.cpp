@@ -122,10 +122,9 @@ void merge_runs(T* out, std::size_t n, std::size_t width, bool skip_ordered) {
 }
 
 // -- radix: order-preserving unsigned image of a float key
-// (may_alias: the keys are read and written through these types in the output buffer)
 template <class T> struct Bits;
-template <> struct Bits<float> { typedef std::uint32_t __attribute__((may_alias)) U; };
-template <> struct Bits<double> { typedef std::uint64_t __attribute__((may_alias)) U; };
+template <> struct Bits<float> { typedef std::uint32_t U; };
+template <> struct Bits<double> { typedef std::uint64_t U; };
 
 template <class U>
 U to_ordered(U u) {
@@ -137,6 +136,110 @@ template <class U>
 U from_ordered(U u) {
   constexpr U sign = U(1) << (sizeof(U) * 8 - 1);
   return (u & sign) ? (u & ~sign) : ~u;
+}
+
+template <class T, class U = typename Bits<T>::U>
+U ordered_image(T x) {
+  U u;
+  std::memcpy(&u, &x, sizeof u);
+  return to_ordered(u);
+}
+
+template <class T, class U = typename Bits<T>::U>
+void store_key(T* dst, U ordered) {
+  const U u = from_ordered(ordered);
+  std::memcpy(dst, &u, sizeof u);
+}
+
+int bit_width(std::uint64_t v) { return v ? 64 - __builtin_clzll(v) : 0; }
+
+constexpr int kMaxDigitBits = 11;          // in-bucket passes: at most 2^11 counters per digit
+constexpr std::size_t kInsertionMax = 16;  // smaller (sub-)buckets: insertion sort
+constexpr std::size_t kBucketBytes = 64 * 1024;  // MSD buckets aim at this size (L1/L2)
+constexpr std::size_t kMaxBuckets = 2048;  // ... but the MSD scatter writes at most ~this many
+
+// Per-thread scratch of the in-bucket sorts: a buffer and one counter array per level.
+struct BucketScratch {
+  std::vector<std::vector<std::uint32_t>> counts;
+  std::uint32_t* level(int depth, std::size_t size) {
+    if (counts.size() <= static_cast<std::size_t>(depth)) counts.resize(depth + 1);
+    if (counts[depth].size() < size) counts[depth].resize(size);
+    return counts[depth].data();
+  }
+};
+
+// Insertion sort of keys[0..m); cheap where the keys are nearly sorted.
+template <class U>
+void insertion_sort(U* keys, std::size_t m) {
+  for (std::size_t i = 1; i < m; ++i) {
+    const U u = keys[i];
+    std::size_t j = i;
+    for (; j > 0 && keys[j - 1] > u; --j) keys[j] = keys[j - 1];
+    keys[j] = u;
+  }
+}
+
+// LSD radix sort of a[0..m) by bits [low, low + 2 * bits) in two passes (b: scratch), both
+// histograms from one sweep, passes whose digit is the same for every key skipped; returns
+// where the result lies (a or b).
+template <class U>
+U* lsd_two_digits(U* a, U* b, std::size_t m, int low, int bits, std::uint32_t* c) {
+  const std::size_t radix = std::size_t(1) << bits;
+  const U mask = static_cast<U>(radix - 1);
+  std::uint32_t* c0 = c;
+  std::uint32_t* c1 = c + radix;
+  std::fill(c, c + 2 * radix, 0);
+  for (std::size_t i = 0; i < m; ++i) {
+    ++c0[(a[i] >> low) & mask];
+    ++c1[(a[i] >> (low + bits)) & mask];
+  }
+  U* src = a;
+  U* dst = b;
+  for (int pass = 0; pass < 2; ++pass) {
+    std::uint32_t* cp = pass ? c1 : c0;
+    const int shift = low + pass * bits;
+    if (cp[(a[0] >> shift) & mask] == m) continue;  // one digit for every key
+    std::uint32_t sum = 0;
+    for (std::size_t d = 0; d < radix; ++d) { const std::uint32_t k = cp[d]; cp[d] = sum; sum += k; }
+    for (std::size_t i = 0; i < m; ++i) dst[cp[(src[i] >> shift) & mask]++] = src[i];
+    std::swap(src, dst);
+  }
+  return src;
+}
+
+// Sorts the ordered images a[0..m) whose bits from `vary_bits` up are all equal (b[0..m):
+// scratch); returns where the result lies (a or b). Two LSD passes sort by the top varying
+// bits, 2 * (about log2(m) / 2 + 4) of them (all of them for most float32 buckets), which
+// leaves few keys with equal top bits; such runs are then insertion-sorted, or sorted likewise
+// by the lower bits when they hold more than kInsertionMax keys (many equal or close keys).
+template <class U>
+U* sort_bucket(U* a, U* b, std::size_t m, int vary_bits, BucketScratch& s, int depth) {
+  if (m <= kInsertionMax) {
+    insertion_sort(a, m);
+    return a;
+  }
+  if (vary_bits == 0) return a;  // all keys equal
+  const int want = std::min(kMaxDigitBits, (bit_width(m) + 7) / 2);
+  const int span = std::min(vary_bits, 2 * want);
+  const int bits = (span + 1) / 2;
+  const int low = vary_bits - span;
+  U* r = lsd_two_digits(a, b, m, low, bits, s.level(depth, std::size_t(2) << bits));
+  if (low == 0) return r;
+  U* other = r == a ? b : a;
+  std::size_t i = 0;
+  while (i < m) {  // runs of keys equal in bits [low, ...)
+    const U top = r[i] >> low;
+    std::size_t j = i + 1;
+    while (j < m && (r[j] >> low) == top) ++j;
+    if (j - i > kInsertionMax) {
+      const U* sorted = sort_bucket(r + i, other + i, j - i, low, s, depth + 1);
+      if (sorted != r + i) std::memcpy(r + i, sorted, (j - i) * sizeof(U));
+    } else if (j - i > 1) {
+      insertion_sort(r + i, j - i);
+    }
+    i = j;
+  }
+  return r;
 }
 
 }  // namespace
@@ -168,66 +271,119 @@ void sort_locality(const T* in, std::size_t n, T* out) {
 }
 
 template <class T>
-void sort_radix(const T* in, std::size_t n, T* out, int digit_bits) {
-  if (digit_bits != 8 && digit_bits != 11)
-    throw std::invalid_argument("sort_radix: digit_bits must be 8 or 11");
+void sort_radix(const T* in, std::size_t n, T* out) {
   using U = typename Bits<T>::U;
   static_assert(sizeof(U) == sizeof(T), "key and image differ in size");
   constexpr int key_bits = sizeof(U) * 8;
-  const std::size_t valid = copy_nans_last(in, n, out);
-  auto tmp = scratch<U>(valid);
-  U* src = reinterpret_cast<U*>(out);
-  U* dst = tmp.get();
-#pragma omp parallel for schedule(static) if (valid >= kParallelMin)
-  for (std::size_t i = 0; i < valid; ++i) src[i] = to_ordered(src[i]);
+  if (n >= (std::size_t(1) << 32)) {  // 32-bit counters below
+    sort_locality(in, n, out);
+    return;
+  }
+  // MSD digit: the top `prefix_bits` bits of the ordered image, about n/4 bins.
+  const int prefix_bits = std::min(16, std::max(8, bit_width(n) - 3));
+  const int shift = key_bits - prefix_bits;
+  const std::size_t bins = std::size_t(1) << prefix_bits;
+  const std::size_t target = std::max(kBucketBytes / sizeof(T), n / kMaxBuckets);
+  const int threads = n >= kParallelMin ? omp_get_max_threads() : 1;
 
-  const std::size_t buckets = std::size_t(1) << digit_bits;
-  const int threads = omp_get_max_threads();
-  std::vector<std::size_t> counts(buckets * threads);
-  for (int shift = 0; shift < key_bits; shift += digit_bits) {
-    const U mask = static_cast<U>(buckets - 1);
-    bool skip = false;
-#pragma omp parallel num_threads(threads) if (valid >= kParallelMin)
-    {
-      const std::size_t t = omp_get_thread_num(), p = omp_get_num_threads();
-      const std::size_t lo = valid * t / p, hi = valid * (t + 1) / p;
-      std::size_t* mine = counts.data() + t * buckets;
-      std::fill(mine, mine + buckets, 0);
-      for (std::size_t i = lo; i < hi; ++i) ++mine[(src[i] >> shift) & mask];
+  std::vector<std::uint32_t> hist(bins * threads);
+  std::vector<std::uint16_t> bucket_of(bins);  // bins <= 2^16, so buckets too
+  std::vector<std::size_t> nans(threads);
+  // per bucket: start in the scratch, size, varying low bits; per (bucket, thread): offset
+  std::vector<std::size_t> start, size;
+  std::vector<std::uint32_t> pos;
+  std::vector<int> vary;
+  std::vector<std::uint32_t> order;
+  std::size_t valid = 0;
+  auto tmp = scratch<U>(n);
+
+#pragma omp parallel num_threads(threads)
+  {
+    const std::size_t t = omp_get_thread_num(), p = omp_get_num_threads();
+    const std::size_t lo = n * t / p, hi = n * (t + 1) / p;
+    // 1. one read sweep: histogram of the MSD digit, NaN count
+    std::uint32_t* h = hist.data() + t * bins;
+    std::size_t my_nans = 0;
+    for (std::size_t i = lo; i < hi; ++i) {
+      const T x = in[i];
+      if (x != x) { ++my_nans; continue; }
+      ++h[ordered_image(x) >> shift];
+    }
+    nans[t] = my_nans;
 #pragma omp barrier
 #pragma omp single
-      {  // exclusive offsets in (digit, thread) order: a stable scatter
-        std::size_t sum = 0;
-        for (std::size_t d = 0; d < buckets; ++d) {
-          std::size_t digit_total = 0;
-          for (std::size_t q = 0; q < p; ++q) {
-            const std::size_t c = counts[q * buckets + d];
-            counts[q * buckets + d] = sum;
-            sum += c;
-            digit_total += c;
-          }
-          if (digit_total == valid) skip = true;  // every key has this digit
+    {  // 2. consecutive bins merged into buckets of about `target` keys
+      std::size_t run = 0, first = 0, last = 0;
+      auto close = [&]() {
+        if (size.empty()) return;
+        size.back() = run;
+        vary.push_back(shift + bit_width(first ^ last));
+      };
+      for (std::size_t b = 0; b < bins; ++b) {
+        std::size_t c = 0;
+        for (std::size_t q = 0; q < p; ++q) c += hist[q * bins + b];
+        if (c == 0) { bucket_of[b] = size.empty() ? 0 : size.size() - 1; continue; }
+        if (size.empty() || run + c > target) {
+          close();
+          size.push_back(0);
+          pos.resize(pos.size() + p, 0);
+          run = 0;
+          first = b;
         }
+        run += c;
+        last = b;
+        bucket_of[b] = size.size() - 1;
+        for (std::size_t q = 0; q < p; ++q) pos[(size.size() - 1) * p + q] += hist[q * bins + b];
       }
-      if (!skip) {
-        for (std::size_t i = lo; i < hi; ++i) dst[mine[(src[i] >> shift) & mask]++] = src[i];
+      close();
+      // offsets in (bucket, thread) order
+      std::size_t sum = 0;
+      for (std::size_t k = 0; k < size.size(); ++k) {
+        start.push_back(sum);
+        for (std::size_t q = 0; q < p; ++q) { const std::size_t c = pos[k * p + q]; pos[k * p + q] = sum; sum += c; }
+      }
+      valid = sum;
+      order.resize(size.size());
+      for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+      std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return size[a] > size[b]; });
+    }
+    // 3. MSD scatter of the ordered images (NaNs dropped) into the buckets
+    {
+      const std::size_t buckets = size.size();
+      std::vector<std::uint32_t> mine(buckets);
+      for (std::size_t k = 0; k < buckets; ++k) mine[k] = pos[k * p + t];
+      U* dst = tmp.get();
+      const std::uint16_t* map = bucket_of.data();
+      for (std::size_t i = lo; i < hi; ++i) {
+        const T x = in[i];
+        if (x != x) continue;
+        const U u = ordered_image(x);
+        dst[mine[map[u >> shift]]++] = u;
       }
     }
-    if (!skip) std::swap(src, dst);
+#pragma omp barrier
+    // 4. buckets, largest first, from a dynamic queue: in-cache LSD radix sort into out
+    {
+      BucketScratch s;
+      std::unique_ptr<U[]> buf;
+      std::size_t capacity = 0;
+#pragma omp for schedule(dynamic, 1) nowait
+      for (std::size_t j = 0; j < order.size(); ++j) {
+        const std::size_t k = order[j];
+        if (size[k] > capacity) { capacity = size[k]; buf.reset(new U[capacity]); }
+        const U* sorted = sort_bucket(tmp.get() + start[k], buf.get(), size[k], vary[k], s, 0);
+        for (std::size_t i = 0; i < size[k]; ++i) store_key(out + start[k] + i, sorted[i]);
+      }
+    }
   }
-  T* result = out;
-#pragma omp parallel for schedule(static) if (valid >= kParallelMin)
-  for (std::size_t i = 0; i < valid; ++i) {
-    const U u = from_ordered(src[i]);
-    std::memcpy(result + i, &u, sizeof(U));
-  }
+  std::fill(out + valid, out + n, std::numeric_limits<T>::quiet_NaN());
 }
 
 template void sort_merge<float>(const float*, std::size_t, float*);
 template void sort_merge<double>(const double*, std::size_t, double*);
 template void sort_locality<float>(const float*, std::size_t, float*);
 template void sort_locality<double>(const double*, std::size_t, double*);
-template void sort_radix<float>(const float*, std::size_t, float*, int);
-template void sort_radix<double>(const double*, std::size_t, double*, int);
+template void sort_radix<float>(const float*, std::size_t, float*);
+template void sort_radix<double>(const double*, std::size_t, double*);
 
 }  // namespace nitro

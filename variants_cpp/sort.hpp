@@ -19,6 +19,6 @@ namespace nitro {
 
 template <class T> void sort_merge(const T* in, std::size_t n, T* out);
 template <class T> void sort_locality(const T* in, std::size_t n, T* out);
-template <class T> void sort_radix(const T* in, std::size_t n, T* out, int digit_bits);
+template <class T> void sort_radix(const T* in, std::size_t n, T* out);
 
 }  // namespace nitro

@@ -14,7 +14,7 @@ from .. import _variants
 from ..variant import CodeVariant, code_variant
 
 _cpp = _variants.sort
-VARIANT_NAMES = ["merge", "locality", "radix_8bit", "radix_11bit"]
+VARIANT_NAMES = ["merge", "locality", "radix"]
 KINDS = ["uniform", "reverse", "almost_sorted"]
 DTYPES = [np.float32, np.float64]
 MIN_KEYS, MAX_KEYS = 100_000, 20_000_000
@@ -43,8 +43,7 @@ def _wrap(name, fn):
 VARIANTS = {
     "merge": _wrap("merge", _cpp.merge),
     "locality": _wrap("locality", _cpp.locality),
-    "radix_8bit": _wrap("radix_8bit", lambda k: _cpp.radix(k, 8)),
-    "radix_11bit": _wrap("radix_11bit", lambda k: _cpp.radix(k, 11)),
+    "radix": _wrap("radix", _cpp.radix),
 }
 
 

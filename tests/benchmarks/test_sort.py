@@ -63,7 +63,7 @@ def test_bad_inputs_are_named_and_strided_input_works():
     with pytest.raises(TypeError, match="float32 or float64"):
         sort.VARIANTS["merge"](np.arange(4))
     with pytest.raises(TypeError, match="numpy array"):
-        sort.VARIANTS["radix_8bit"]([1.0, 2.0])
+        sort.VARIANTS["radix"]([1.0, 2.0])
     with pytest.raises(ValueError, match="1-D"):
         sort.VARIANTS["locality"](np.zeros((2, 2)))
 
