@@ -126,16 +126,22 @@ template <class T> struct Bits;
 template <> struct Bits<float> { typedef std::uint32_t U; };
 template <> struct Bits<double> { typedef std::uint64_t U; };
 
+// (branch-free: signs are random in general; `fill` is all ones where the sign bit is set)
 template <class U>
-U to_ordered(U u) {
+U sign_fill(U u) {
+  return static_cast<U>(static_cast<typename std::make_signed<U>::type>(u) >> (sizeof(U) * 8 - 1));
+}
+
+template <class U>
+U to_ordered(U u) {  // negative: all bits flipped; positive: sign bit set
   constexpr U sign = U(1) << (sizeof(U) * 8 - 1);
-  return (u & sign) ? ~u : (u | sign);
+  return u ^ (sign_fill(u) | sign);
 }
 
 template <class U>
 U from_ordered(U u) {
   constexpr U sign = U(1) << (sizeof(U) * 8 - 1);
-  return (u & sign) ? (u & ~sign) : ~u;
+  return u ^ (~sign_fill(u) | sign);
 }
 
 template <class T, class U = typename Bits<T>::U>
@@ -180,10 +186,13 @@ void insertion_sort(U* keys, std::size_t m) {
 }
 
 // LSD radix sort of a[0..m) by bits [low, low + 2 * bits) in two passes (b: scratch), both
-// histograms from one sweep, passes whose digit is the same for every key skipped; returns
-// where the result lies (a or b).
-template <class U>
-U* lsd_two_digits(U* a, U* b, std::size_t m, int low, int bits, std::uint32_t* c) {
+// histograms from one sweep, passes whose digit is the same for every key skipped. With `out`,
+// the last pass writes the float keys there (its lines prefetched first: scattered writes to
+// lines not in cache would stall) and nullptr is returned; else where the result lies (a or b).
+template <class T, class U>
+U* lsd_two_digits(U* a, U* b, std::size_t m, int low, int bits, std::uint32_t* c, T* out) {
+  if (out)
+    for (std::size_t i = 0; i < m; i += 64 / sizeof(T)) __builtin_prefetch(out + i, 1);
   const std::size_t radix = std::size_t(1) << bits;
   const U mask = static_cast<U>(radix - 1);
   std::uint32_t* c0 = c;
@@ -193,14 +202,20 @@ U* lsd_two_digits(U* a, U* b, std::size_t m, int low, int bits, std::uint32_t* c
     ++c0[(a[i] >> low) & mask];
     ++c1[(a[i] >> (low + bits)) & mask];
   }
+  const bool pass0 = c0[(a[0] >> low) & mask] != m;  // false: one digit for every key
+  const bool pass1 = c1[(a[0] >> (low + bits)) & mask] != m;
   U* src = a;
   U* dst = b;
   for (int pass = 0; pass < 2; ++pass) {
+    if (!(pass ? pass1 : pass0)) continue;
     std::uint32_t* cp = pass ? c1 : c0;
     const int shift = low + pass * bits;
-    if (cp[(a[0] >> shift) & mask] == m) continue;  // one digit for every key
     std::uint32_t sum = 0;
     for (std::size_t d = 0; d < radix; ++d) { const std::uint32_t k = cp[d]; cp[d] = sum; sum += k; }
+    if (out && (pass == 1 || !pass1)) {
+      for (std::size_t i = 0; i < m; ++i) store_key(out + cp[(src[i] >> shift) & mask]++, src[i]);
+      return nullptr;
+    }
     for (std::size_t i = 0; i < m; ++i) dst[cp[(src[i] >> shift) & mask]++] = src[i];
     std::swap(src, dst);
   }
@@ -208,36 +223,37 @@ U* lsd_two_digits(U* a, U* b, std::size_t m, int low, int bits, std::uint32_t* c
 }
 
 // Sorts the ordered images a[0..m) whose bits from `vary_bits` up are all equal (b[0..m):
-// scratch); returns where the result lies (a or b). Two LSD passes sort by the top varying
-// bits, 2 * (about log2(m) / 2 + 4) of them (all of them for most float32 buckets), which
-// leaves few keys with equal top bits; such runs are then insertion-sorted, or sorted likewise
-// by the lower bits when they hold more than kInsertionMax keys (many equal or close keys).
-template <class U>
-U* sort_bucket(U* a, U* b, std::size_t m, int vary_bits, BucketScratch& s, int depth) {
+// scratch). Two LSD passes sort by all varying bits where they are at most 2 * kMaxDigitBits
+// (most float32 buckets), else by the top 2 * (about log2(m) / 2 + 4) of them, which leaves
+// few keys with equal top bits; such runs
+// are then insertion-sorted, or sorted likewise by the lower bits when they hold more than
+// kInsertionMax keys (many equal or close keys). Returns where the result lies (a or b), or
+// nullptr where `out` was given and the float keys were written there.
+template <class T, class U>
+U* sort_bucket(U* a, U* b, std::size_t m, int vary_bits, BucketScratch& s, int depth, T* out) {
   if (m <= kInsertionMax) {
     insertion_sort(a, m);
     return a;
   }
   if (vary_bits == 0) return a;  // all keys equal
   const int want = std::min(kMaxDigitBits, (bit_width(m) + 7) / 2);
-  const int span = std::min(vary_bits, 2 * want);
+  const int span = vary_bits <= 2 * kMaxDigitBits ? vary_bits : 2 * want;
   const int bits = (span + 1) / 2;
   const int low = vary_bits - span;
-  U* r = lsd_two_digits(a, b, m, low, bits, s.level(depth, std::size_t(2) << bits));
-  if (low == 0) return r;
+  std::uint32_t* c = s.level(depth, std::size_t(2) << bits);
+  if (low == 0) return lsd_two_digits(a, b, m, low, bits, c, out);
+  U* r = lsd_two_digits(a, b, m, low, bits, c, static_cast<T*>(nullptr));
   U* other = r == a ? b : a;
-  std::size_t i = 0;
-  while (i < m) {  // runs of keys equal in bits [low, ...)
-    const U top = r[i] >> low;
-    std::size_t j = i + 1;
-    while (j < m && (r[j] >> low) == top) ++j;
-    if (j - i > kInsertionMax) {
-      const U* sorted = sort_bucket(r + i, other + i, j - i, low, s, depth + 1);
-      if (sorted != r + i) std::memcpy(r + i, sorted, (j - i) * sizeof(U));
-    } else if (j - i > 1) {
-      insertion_sort(r + i, j - i);
+  std::size_t run = 0;  // runs of keys equal in bits [low, ...): mostly single keys
+  for (std::size_t j = 1; j <= m; ++j) {
+    if (j < m && (r[j] >> low) == (r[j - 1] >> low)) continue;
+    if (j - run > kInsertionMax) {
+      const U* sorted = sort_bucket(r + run, other + run, j - run, low, s, depth + 1, static_cast<T*>(nullptr));
+      if (sorted != r + run) std::memcpy(r + run, sorted, (j - run) * sizeof(U));
+    } else if (j - run > 1) {
+      insertion_sort(r + run, j - run);
     }
-    i = j;
+    run = j;
   }
   return r;
 }
@@ -283,8 +299,10 @@ void sort_radix(const T* in, std::size_t n, T* out) {
   const int prefix_bits = std::min(16, std::max(8, bit_width(n) - 3));
   const int shift = key_bits - prefix_bits;
   const std::size_t bins = std::size_t(1) << prefix_bits;
-  const std::size_t target = std::max(kBucketBytes / sizeof(T), n / kMaxBuckets);
   const int threads = n >= kParallelMin ? omp_get_max_threads() : 1;
+  // bucket size: cache-sized, at most kMaxBuckets of them, and >= 8 per thread (load balance)
+  const std::size_t target = std::max<std::size_t>(
+      std::min(kBucketBytes / sizeof(T), n / (8 * threads)), n / kMaxBuckets);
 
   std::vector<std::uint32_t> hist(bins * threads);
   std::vector<std::uint16_t> bucket_of(bins);  // bins <= 2^16, so buckets too
@@ -371,8 +389,10 @@ void sort_radix(const T* in, std::size_t n, T* out) {
       for (std::size_t j = 0; j < order.size(); ++j) {
         const std::size_t k = order[j];
         if (size[k] > capacity) { capacity = size[k]; buf.reset(new U[capacity]); }
-        const U* sorted = sort_bucket(tmp.get() + start[k], buf.get(), size[k], vary[k], s, 0);
-        for (std::size_t i = 0; i < size[k]; ++i) store_key(out + start[k] + i, sorted[i]);
+        T* o = out + start[k];
+        const U* sorted = sort_bucket(tmp.get() + start[k], buf.get(), size[k], vary[k], s, 0, o);
+        if (sorted)
+          for (std::size_t i = 0; i < size[k]; ++i) store_key(o + i, sorted[i]);
       }
     }
   }
