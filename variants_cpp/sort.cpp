@@ -161,10 +161,10 @@ int bit_width(std::uint64_t v) { return v ? 64 - __builtin_clzll(v) : 0; }
 
 constexpr int kMaxDigitBits = 11;          // in-bucket passes: at most 2^11 counters per digit
 constexpr std::size_t kInsertionMax = 16;  // smaller (sub-)buckets: insertion sort
-constexpr std::size_t kBucketBytes = 64 * 1024;  // MSD buckets aim at this size (L1/L2)
+constexpr std::size_t kBucketBytes = 64 * 1024;  // radix buckets aim at this size (L1/L2)...
 constexpr std::size_t kMaxBuckets = 2048;  // ... but the MSD scatter writes at most ~this many
 
-// Per-thread scratch of the in-bucket sorts: a buffer and one counter array per level.
+// Per-thread counters of the in-bucket sorts, one array per recursion level.
 struct BucketScratch {
   std::vector<std::vector<std::uint32_t>> counts;
   std::uint32_t* level(int depth, std::size_t size) {
@@ -224,11 +224,11 @@ U* lsd_two_digits(U* a, U* b, std::size_t m, int low, int bits, std::uint32_t* c
 
 // Sorts the ordered images a[0..m) whose bits from `vary_bits` up are all equal (b[0..m):
 // scratch). Two LSD passes sort by all varying bits where they are at most 2 * kMaxDigitBits
-// (most float32 buckets), else by the top 2 * (about log2(m) / 2 + 4) of them, which leaves
-// few keys with equal top bits; such runs
-// are then insertion-sorted, or sorted likewise by the lower bits when they hold more than
-// kInsertionMax keys (many equal or close keys). Returns where the result lies (a or b), or
-// nullptr where `out` was given and the float keys were written there.
+// (float32 buckets), else by the top 2 * (about log2(m) / 2 + 4) of them, which leaves few keys
+// with equal top bits; such runs are then insertion-sorted, or sorted likewise by the lower
+// bits when they hold more than kInsertionMax keys (many equal or close keys). Returns where
+// the result lies (a or b), or nullptr where `out` was given and the float keys were written
+// there.
 template <class T, class U>
 U* sort_bucket(U* a, U* b, std::size_t m, int vary_bits, BucketScratch& s, int depth, T* out) {
   if (m <= kInsertionMax) {
@@ -308,7 +308,6 @@ void sort_radix(const T* in, std::size_t n, T* out) {
 
   std::vector<std::uint32_t> hist(bins * threads);
   std::vector<std::uint16_t> bucket_of(bins);  // bins <= 2^16, so buckets too
-  std::vector<std::size_t> nans(threads);
   // per bucket: start in the scratch, size, varying low bits; per (bucket, thread): offset
   std::vector<std::size_t> start, size;
   std::vector<std::uint32_t> pos;
@@ -321,15 +320,12 @@ void sort_radix(const T* in, std::size_t n, T* out) {
   {
     const std::size_t t = omp_get_thread_num(), p = omp_get_num_threads();
     const std::size_t lo = n * t / p, hi = n * (t + 1) / p;
-    // 1. one read sweep: histogram of the MSD digit, NaN count
+    // 1. one read sweep: histogram of the MSD digit (NaNs not counted)
     std::uint32_t* h = hist.data() + t * bins;
-    std::size_t my_nans = 0;
     for (std::size_t i = lo; i < hi; ++i) {
       const T x = in[i];
-      if (x != x) { ++my_nans; continue; }
-      ++h[ordered_image(x) >> shift];
+      if (x == x) ++h[ordered_image(x) >> shift];
     }
-    nans[t] = my_nans;
 #pragma omp barrier
 #pragma omp single
     {  // 2. consecutive bins merged into buckets of about `target` keys
@@ -382,7 +378,7 @@ void sort_radix(const T* in, std::size_t n, T* out) {
       }
     }
 #pragma omp barrier
-    // 4. buckets, largest first, from a dynamic queue: in-cache LSD radix sort into out
+    // 4. buckets, largest first, from a dynamic queue: sorted in cache, written to out
     {
       BucketScratch s;
       std::unique_ptr<U[]> buf;

@@ -1,6 +1,7 @@
-"""Sort of float32/float64 keys: four C++ variants (the paper's merge, locality and radix
-sorts, radix with 8- and 11-bit digits), the paper's features N, NBits and #AscSeq, and a
-deterministic generator of uniform, reverse-sorted and almost-sorted keys.
+"""Sort of float32/float64 keys: three C++ variants (the paper's merge, locality and radix
+sorts; radix is a hybrid MSD+LSD radix sort, see ``variants_cpp/sort.hpp``), the paper's
+features N, NBits and #AscSeq, and a deterministic generator of uniform, reverse-sorted and
+almost-sorted keys.
 
 Every variant returns a sorted copy and leaves its input untouched, so that every variant and
 every timing repetition sees the same input. NaNs are sorted last, as by ``np.sort``
