@@ -161,7 +161,7 @@ int bit_width(std::uint64_t v) { return v ? 64 - __builtin_clzll(v) : 0; }
 
 constexpr int kMaxDigitBits = 11;          // in-bucket passes: at most 2^11 counters per digit
 constexpr std::size_t kInsertionMax = 16;  // smaller (sub-)buckets: insertion sort
-constexpr std::size_t kBucketBytes = 64 * 1024;  // radix buckets aim at this size (L1/L2)...
+constexpr std::size_t kBucketBytes = 32 * 1024;  // radix buckets aim at this size (L1/L2)...
 constexpr std::size_t kMaxBuckets = 2048;  // ... but the MSD scatter writes at most ~this many
 
 // Per-thread counters of the in-bucket sorts, one array per recursion level.
