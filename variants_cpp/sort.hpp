@@ -11,7 +11,7 @@
 //              a pair of runs instead of merging when the runs do not overlap.
 //   radix:     hybrid MSD+LSD radix sort of the keys' order-preserving unsigned images
 //              (sign-flip transform, fused into the first and last passes). One read sweep
-//              counts the top 12 (float32) or 16 (float64) bits per thread; consecutive bins
+//              counts the top 12-14 (float32) or 16 (float64) bits per thread; consecutive bins
 //              are merged into cache-sized buckets; one MSD scatter moves the keys (NaNs
 //              dropped) into the buckets; then the threads take buckets from a dynamic queue,
 //              largest first, and sort each in cache: two LSD passes on its varying bits (the
