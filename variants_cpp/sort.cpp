@@ -253,9 +253,11 @@ U* sort_bucket(U* a, U* b, std::size_t m, int vary_bits, BucketScratch& s, int d
     } else if (j - run > 1) {
       insertion_sort(r + run, j - run);
     }
+    if (out)  // the run is final: written out in the same sweep
+      for (std::size_t i = run; i < j; ++i) store_key(out + i, r[i]);
     run = j;
   }
-  return r;
+  return out ? nullptr : r;
 }
 
 }  // namespace
