@@ -199,19 +199,6 @@ py::array_t<T> sorted_copy(const KeyArray<T>& keys) {
   return out;
 }
 
-template <class T>
-py::array_t<T> radix_sorted_copy(const KeyArray<T>& keys, int digit_bits) {
-  const std::size_t n = static_cast<std::size_t>(keys.size());
-  py::array_t<T> out(n);
-  const T* in = keys.data();
-  T* o = out.mutable_data();
-  {
-    py::gil_scoped_release release;
-    nitro::sort_radix<T>(in, n, o, digit_bits);
-  }
-  return out;
-}
-
 // ---- transpose ----
 using TransposeFn = void (*)(double*, std::int64_t, std::int64_t);
 
@@ -304,8 +291,8 @@ PYBIND11_MODULE(_variants, m) {
   so.def("merge", &sorted_copy<double, nitro::sort_merge<double>>, py::arg("keys").noconvert());
   so.def("locality", &sorted_copy<float, nitro::sort_locality<float>>, py::arg("keys").noconvert());
   so.def("locality", &sorted_copy<double, nitro::sort_locality<double>>, py::arg("keys").noconvert());
-  so.def("radix", &radix_sorted_copy<float>, py::arg("keys").noconvert(), py::arg("digit_bits"));
-  so.def("radix", &radix_sorted_copy<double>, py::arg("keys").noconvert(), py::arg("digit_bits"));
+  so.def("radix", &sorted_copy<float, nitro::sort_radix<float>>, py::arg("keys").noconvert());
+  so.def("radix", &sorted_copy<double, nitro::sort_radix<double>>, py::arg("keys").noconvert());
   // ---- transpose ----
   py::module_ tr = m.def_submodule("transpose", "in-place transposition of an m x n row-major float64 buffer");
   tr.def("c2r", &transpose_in_place<nitro::transpose_c2r>, py::arg("data").noconvert(), py::arg("m"), py::arg("n"));

@@ -9,9 +9,14 @@
 //   locality:  cache-sized segments taken from a dynamic work queue (already ascending ones
 //              are kept, descending ones reversed, others sorted), then merge passes that copy
 //              a pair of runs instead of merging when the runs do not overlap.
-//   radix:     LSD radix sort of the keys' order-preserving unsigned images (sign-flip
-//              transform) with `digit_bits`-bit digits (8 or 11), per-thread histograms and
-//              stable scatter; passes whose digit is the same for all keys are skipped.
+//   radix:     hybrid MSD+LSD radix sort of the keys' order-preserving unsigned images
+//              (sign-flip transform, fused into the first and last passes). One read sweep
+//              counts the top 12-14 (float32) or 16 (float64) bits per thread; consecutive bins
+//              are merged into cache-sized buckets; one MSD scatter moves the keys (NaNs
+//              dropped) into the buckets; then the threads take buckets from a dynamic queue,
+//              largest first, and sort each in cache: two LSD passes on its varying bits (the
+//              top ones for float64, then insertion-sorted runs of equal top bits; large runs
+//              recursively), the last pass writing the float keys to out.
 #pragma once
 #include <cstddef>
 
@@ -19,6 +24,6 @@ namespace nitro {
 
 template <class T> void sort_merge(const T* in, std::size_t n, T* out);
 template <class T> void sort_locality(const T* in, std::size_t n, T* out);
-template <class T> void sort_radix(const T* in, std::size_t n, T* out, int digit_bits);
+template <class T> void sort_radix(const T* in, std::size_t n, T* out);  // n < 2^32, else locality
 
 }  // namespace nitro

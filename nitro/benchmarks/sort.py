@@ -1,6 +1,7 @@
-"""Sort of float32/float64 keys: four C++ variants (the paper's merge, locality and radix
-sorts, radix with 8- and 11-bit digits), the paper's features N, NBits and #AscSeq, and a
-deterministic generator of uniform, reverse-sorted and almost-sorted keys.
+"""Sort of float32/float64 keys: three C++ variants (the paper's merge, locality and radix
+sorts; radix is a hybrid MSD+LSD radix sort, see ``variants_cpp/sort.hpp``), the paper's
+features N, NBits and #AscSeq, and a deterministic generator of uniform, reverse-sorted and
+almost-sorted keys.
 
 Every variant returns a sorted copy and leaves its input untouched, so that every variant and
 every timing repetition sees the same input. NaNs are sorted last, as by ``np.sort``
@@ -14,7 +15,7 @@ from .. import _variants
 from ..variant import CodeVariant, code_variant
 
 _cpp = _variants.sort
-VARIANT_NAMES = ["merge", "locality", "radix_8bit", "radix_11bit"]
+VARIANT_NAMES = ["merge", "locality", "radix"]
 KINDS = ["uniform", "reverse", "almost_sorted"]
 DTYPES = [np.float32, np.float64]
 MIN_KEYS, MAX_KEYS = 100_000, 20_000_000
@@ -43,8 +44,7 @@ def _wrap(name, fn):
 VARIANTS = {
     "merge": _wrap("merge", _cpp.merge),
     "locality": _wrap("locality", _cpp.locality),
-    "radix_8bit": _wrap("radix_8bit", lambda k: _cpp.radix(k, 8)),
-    "radix_11bit": _wrap("radix_11bit", lambda k: _cpp.radix(k, 11)),
+    "radix": _wrap("radix", _cpp.radix),
 }
 
 

@@ -42,6 +42,20 @@ def test_duplicates_equal_keys_signed_zeros_and_infinities(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_clustered_and_skewed_keys(dtype):
+    """Keys sharing their high bits (one large radix bucket, sorted by its top varying bits and
+    then by the lower ones), close keys with many repeats, and a heavy-tailed distribution."""
+    rng = np.random.default_rng(6)
+    size = 200_000
+    eps = np.finfo(dtype).eps
+    _check_all((1.0 + rng.integers(0, 1 << 20, size) * eps).astype(dtype))      # one bucket
+    _check_all((1.0 + rng.integers(0, 64, size) * eps).astype(dtype))           # runs of equal keys
+    _check_all((1.0 + rng.integers(0, 1 << 20, size) * 1024 * eps).astype(dtype))  # low bits zero
+    _check_all(rng.standard_cauchy(size).astype(dtype))                          # many exponents
+    _check_all(np.concatenate([rng.random(size // 2), np.full(size // 2, 0.25)]).astype(dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_nans_sort_last_like_np_sort(dtype):
     rng = np.random.default_rng(2)
     for size in (7, 5000, 200_000):
@@ -63,7 +77,7 @@ def test_bad_inputs_are_named_and_strided_input_works():
     with pytest.raises(TypeError, match="float32 or float64"):
         sort.VARIANTS["merge"](np.arange(4))
     with pytest.raises(TypeError, match="numpy array"):
-        sort.VARIANTS["radix_8bit"]([1.0, 2.0])
+        sort.VARIANTS["radix"]([1.0, 2.0])
     with pytest.raises(ValueError, match="1-D"):
         sort.VARIANTS["locality"](np.zeros((2, 2)))
 
