@@ -293,6 +293,10 @@ PYBIND11_MODULE(_variants, m) {
   so.def("locality", &sorted_copy<double, nitro::sort_locality<double>>, py::arg("keys").noconvert());
   so.def("radix", &sorted_copy<float, nitro::sort_radix<float>>, py::arg("keys").noconvert());
   so.def("radix", &sorted_copy<double, nitro::sort_radix<double>>, py::arg("keys").noconvert());
+#ifdef NITRO_WITH_HWY
+  so.def("simd_sample", &sorted_copy<float, nitro::sort_simd_sample<float>>, py::arg("keys").noconvert());
+  so.def("simd_sample", &sorted_copy<double, nitro::sort_simd_sample<double>>, py::arg("keys").noconvert());
+#endif
   // ---- transpose ----
   py::module_ tr = m.def_submodule("transpose", "in-place transposition of an m x n row-major float64 buffer");
   tr.def("c2r", &transpose_in_place<nitro::transpose_c2r>, py::arg("data").noconvert(), py::arg("m"), py::arg("n"));

@@ -3,6 +3,10 @@
 
 #include <omp.h>
 
+#ifdef NITRO_WITH_HWY
+#include <hwy/contrib/sort/vqsort.h>
+#endif
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -18,7 +22,11 @@ namespace {
 
 constexpr std::size_t kTile = 2048;                   // merge sort: keys per sorted tile
 constexpr std::size_t kSegmentBytes = 256 * 1024;     // locality sort: one L2-sized segment
-constexpr std::size_t kParallelMin = 1 << 15;         // fewer keys: one thread (no fork/join cost)
+constexpr std::size_t kParallelMin = 1 << 15;
+constexpr std::size_t kSampleKeys = 1024;             // simd_sample: keys sampled for splitters
+constexpr std::size_t kSampleBucketsPerThread = 4;    // simd_sample: buckets per thread
+constexpr std::size_t kMaxSampleBuckets = 64;         // simd_sample: at most this many buckets
+constexpr std::size_t kBlock = 64;                    // simd_sample: keys classified side by side         // fewer keys: one thread (no fork/join cost)
 
 // Uninitialised scratch (a zero-filled std::vector would cost one more pass over memory).
 template <class T>
@@ -77,6 +85,23 @@ std::size_t co_rank(std::size_t k, const T* a, std::size_t na, const T* b, std::
   return lo;
 }
 
+// std::merge without branches on the comparison (compiled to conditional moves): random
+// keys mispredict a branch on half of the steps. Ties are taken from a first, as std::merge.
+template <class T>
+void merge_branchless(const T* a, const T* a_end, const T* b, const T* b_end, T* out) {
+  const std::size_t na = a_end - a, nb = b_end - b;
+  std::size_t i = 0, j = 0;
+  while (i < na && j < nb) {
+    const T x = a[i], y = b[j];
+    const std::size_t take_b = y < x;
+    out[i + j] = std::min(x, y);   // == take_b ? y : x (ties from a; no NaNs here)
+    i += 1 - take_b;
+    j += take_b;
+  }
+  out = std::copy(a + i, a_end, out + i + j);
+  std::copy(b + j, b_end, out);
+}
+
 // One merge pass: runs [r, r + width) of src are merged pairwise into dst. The output is
 // cut into equal pieces (several per thread); a piece may span several pairs.
 // With `skip_ordered`, a pair whose runs do not overlap is copied in order, not merged.
@@ -100,7 +125,7 @@ void merge_pass(const T* src, T* dst, std::size_t n, std::size_t width, bool ski
         for (std::size_t k = s; k < e; ++k) dst[lo + k] = k < nb ? b[k] : a[k - nb];
       } else {
         const std::size_t i0 = co_rank(s, a, na, b, nb), i1 = co_rank(e, a, na, b, nb);
-        std::merge(a + i0, a + i1, b + (s - i0), b + (e - i1), dst + lo + s);
+        merge_branchless(a + i0, a + i1, b + (s - i0), b + (e - i1), dst + lo + s);
       }
       pos = lo + e;
     }
@@ -400,6 +425,89 @@ void sort_radix(const T* in, std::size_t n, T* out) {
   }
   std::fill(out + valid, out + n, std::numeric_limits<T>::quiet_NaN());
 }
+
+#ifdef NITRO_WITH_HWY
+template <class T>
+void sort_simd_sample(const T* in, std::size_t n, T* out) {
+  static thread_local hwy::Sorter sorter;
+  const std::size_t threads = n >= kParallelMin ? static_cast<std::size_t>(omp_get_max_threads()) : 1;
+  // Splitters: evenly spaced order statistics of a strided sample of the (non-NaN) keys.
+  const std::size_t buckets = std::min(kSampleBucketsPerThread * threads, kMaxSampleBuckets);
+  std::vector<T> sample;
+  sample.reserve(kSampleKeys);
+  for (std::size_t k = 0; k < kSampleKeys; ++k) {
+    const T x = in[k * (n / kSampleKeys)];
+    if (x == x) sample.push_back(x);
+  }
+  std::sort(sample.begin(), sample.end());
+  std::vector<T> split(buckets - 1, std::numeric_limits<T>::infinity());
+  if (!sample.empty())
+    for (std::size_t k = 0; k + 1 < buckets; ++k) split[k] = sample[(k + 1) * sample.size() / buckets];
+  // +inf keys get a bucket of their own, not sorted (Highway 1.0's vqsort pads with the
+  // largest finite value and can return it in place of +inf), and NaNs the last one.
+  constexpr T inf = std::numeric_limits<T>::infinity();
+  auto slot = [buckets](T x, std::size_t count) { return x == x ? (x == inf ? buckets : count) : buckets + 1; };
+  const std::size_t slots = buckets + 2;
+  auto ids = scratch<std::uint8_t>(n);  // each key's bucket, found once
+  std::vector<std::size_t> offsets(slots * threads, 0), start(slots + 1, 0);
+#pragma omp parallel num_threads(threads)
+  {
+    const std::size_t t = omp_get_thread_num(), p = omp_get_num_threads();
+    const std::size_t lo = n * t / p, hi = n * (t + 1) / p;
+    std::size_t* mine = offsets.data() + t * slots;
+    // A key's bucket is how many splitters are <= it, counted for kBlock keys at a time:
+    // compares the compiler turns into SIMD instructions.
+    using Count = typename std::conditional<sizeof(T) == 4, std::int32_t, std::int64_t>::type;
+    std::size_t i = lo;
+    for (; i + kBlock <= hi; i += kBlock) {
+      Count count[kBlock] = {};
+      for (const T s : split)
+        for (std::size_t j = 0; j < kBlock; ++j) count[j] += in[i + j] >= s;
+      for (std::size_t j = 0; j < kBlock; ++j) {
+        const std::size_t b = slot(in[i + j], count[j]);
+        ids[i + j] = static_cast<std::uint8_t>(b);
+        ++mine[b];
+      }
+    }
+    for (; i < hi; ++i) {
+      std::size_t count = 0;
+      for (const T s : split) count += in[i] >= s;
+      const std::size_t b = slot(in[i], count);
+      ids[i] = static_cast<std::uint8_t>(b);
+      ++mine[b];
+    }
+#pragma omp barrier
+#pragma omp single
+    {  // exclusive offsets in (bucket, thread) order
+      std::size_t sum = 0;
+      for (std::size_t b = 0; b < slots; ++b) {
+        start[b] = sum;
+        for (std::size_t q = 0; q < p; ++q) {
+          const std::size_t c = offsets[q * slots + b];
+          offsets[q * slots + b] = sum;
+          sum += c;
+        }
+      }
+      start[slots] = sum;
+    }
+    for (std::size_t i = lo; i < hi; ++i) out[mine[ids[i]]++] = in[i];
+  }
+  std::vector<std::size_t> order(buckets);
+  for (std::size_t b = 0; b < buckets; ++b) order[b] = b;
+  std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+    return start[x + 1] - start[x] > start[y + 1] - start[y];
+  });
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (std::size_t k = 0; k < buckets; ++k) {
+    const std::size_t b = order[k];
+    sorter(out + start[b], start[b + 1] - start[b], hwy::SortAscending());
+  }
+  std::fill(out + start[buckets + 1], out + n, std::numeric_limits<T>::quiet_NaN());
+}
+
+template void sort_simd_sample<float>(const float*, std::size_t, float*);
+template void sort_simd_sample<double>(const double*, std::size_t, double*);
+#endif
 
 template void sort_merge<float>(const float*, std::size_t, float*);
 template void sort_merge<double>(const double*, std::size_t, double*);

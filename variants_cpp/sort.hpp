@@ -17,6 +17,12 @@
 //              largest first, and sort each in cache: two LSD passes on its varying bits (the
 //              top ones for float64, then insertion-sorted runs of equal top bits; large runs
 //              recursively), the last pass writing the float keys to out.
+//   simd_sample (built with Highway, libhwy-dev): sample sort. Splitters from a strided
+//              sample of 1,024 keys cut the keys into 4 buckets per thread; one counting sweep
+//              and one scatter move them into place (NaNs to the end), then the threads take
+//              buckets, largest first, and sort each in place with Highway's vectorised
+//              quicksort (vqsort: AVX-512, AVX2, SSE4 or NEON, chosen at run time). +inf
+//              keys have a bucket of their own (vqsort 1.0 mishandles them).
 #pragma once
 #include <cstddef>
 
@@ -25,5 +31,8 @@ namespace nitro {
 template <class T> void sort_merge(const T* in, std::size_t n, T* out);
 template <class T> void sort_locality(const T* in, std::size_t n, T* out);
 template <class T> void sort_radix(const T* in, std::size_t n, T* out);  // n < 2^32, else locality
+#ifdef NITRO_WITH_HWY
+template <class T> void sort_simd_sample(const T* in, std::size_t n, T* out);
+#endif
 
 }  // namespace nitro

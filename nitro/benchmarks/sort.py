@@ -1,5 +1,7 @@
 """Sort of float32/float64 keys: three C++ variants (the paper's merge, locality and radix
-sorts; radix is a hybrid MSD+LSD radix sort, see ``variants_cpp/sort.hpp``), the paper's
+sorts; radix is a hybrid MSD+LSD radix sort, see ``variants_cpp/sort.hpp``), and a fourth,
+``simd_sample`` (a sample sort whose buckets are sorted by Highway's vectorised quicksort), where
+nitro was built with Highway (``HAVE_HIGHWAY``); the paper's
 features N, NBits and #AscSeq, and a deterministic generator of uniform, reverse-sorted and
 almost-sorted keys.
 
@@ -15,7 +17,8 @@ from .. import _variants
 from ..variant import CodeVariant, code_variant
 
 _cpp = _variants.sort
-VARIANT_NAMES = ["merge", "locality", "radix"]
+HAVE_HIGHWAY = hasattr(_cpp, "simd_sample")
+VARIANT_NAMES = ["merge", "locality", "radix"] + (["simd_sample"] if HAVE_HIGHWAY else [])
 KINDS = ["uniform", "reverse", "almost_sorted"]
 DTYPES = [np.float32, np.float64]
 MIN_KEYS, MAX_KEYS = 100_000, 20_000_000
@@ -41,11 +44,7 @@ def _wrap(name, fn):
     return variant
 
 
-VARIANTS = {
-    "merge": _wrap("merge", _cpp.merge),
-    "locality": _wrap("locality", _cpp.locality),
-    "radix": _wrap("radix", _cpp.radix),
-}
+VARIANTS = {name: _wrap(name, getattr(_cpp, name)) for name in VARIANT_NAMES}
 
 
 def reference(keys) -> np.ndarray:

@@ -68,6 +68,9 @@ def test_nans_sort_last_like_np_sort(dtype):
             assert np.array_equal(out[:finite.size], finite), name
             assert np.isnan(out[finite.size:]).all(), name
     _check_all(np.full(1000, np.nan, dtype))
+    keys = rng.standard_normal(100_000).astype(dtype)                       # every sampled key NaN
+    keys[:: 100_000 // 1024] = np.nan
+    _check_all(keys)
 
 
 def test_bad_inputs_are_named_and_strided_input_works():
