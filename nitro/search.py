@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 SKIPPED = "skipped by early stopping"
+PLATEAU_QUALITY = 0.99   # active learning stops once two new batches were chosen this well
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ from .dispatch import feature_vector
 from .learn import SVMSelector, fit_selector, make_selector
 from .measurement import TimingPolicy, TrainingRow, measure_variants
 from .model import SelectorModel
-from .search import EarlyStopping, budget_count, margins, prior_order, spread_indices
+from .metrics import fraction_of_optimum
+from .search import PLATEAU_QUALITY, EarlyStopping, budget_count, margins, prior_order, spread_indices
 from .store import Store
 from .variant import CodeVariant
 
@@ -118,30 +119,36 @@ class Autotuner:
         """Measure at most ``budget`` training inputs (a count, or a fraction of them), chosen
         where the current model is least sure: a spread-out first quarter, then batches of the
         inputs with the smallest best-versus-second-best margin, until the budget is spent or the
-        model's choices on all training inputs stop changing (two rounds alike)."""
+        model has passed its own test twice in a row: on each new batch, measured after the
+        model chose for it, its choices reached ``PLATEAU_QUALITY`` of the batch's optimum (a
+        skipped or failed choice counts as a miss). Margin-picked inputs are the model's hardest,
+        so two such batches chosen well are evidence that more inputs would change little."""
         if not self.training_args:
             raise ValueError(f"{self.name}: call set_training_args before tuning")
         n = len(self.training_args)
         limit = budget_count(budget, n)
         X = np.array([feature_vector(cv.feature_names, cv.compute_features(*a), f"{cv.name}, input {i}: ")
                       for i, a in zip(self.training_ids, self.training_args)])
+        index = {iid: k for k, iid in enumerate(self.training_ids)}
         chosen = spread_indices(X, max(2, math.ceil(limit / 4)))[:limit]
         rows = self.measure(cv, remeasure, early_stopping, indices=chosen)
-        batch, previous, stable = max(1, math.ceil(limit / 8)), None, 0
-        while len(chosen) < limit:
-            if not any(r.best is not None for r in rows):
+        batch, passed = max(1, math.ceil(limit / 8)), 0
+        while len(chosen) < limit and passed < 2:
+            est = self._fit(cv, rows) if any(r.best is not None for r in rows) else None
+            if est is None:
                 extra = [i for i in spread_indices(X, len(chosen) + batch) if i not in chosen]
             else:
-                est = self._fit(cv, rows)
-                predicted = est.predict(X)
-                stable = stable + 1 if previous is not None and (predicted == previous).all() else 0
-                if stable >= 2:
-                    break
-                previous = predicted
                 rest = np.array([i for i in range(n) if i not in set(chosen)])
                 extra = rest[np.argsort(margins(est, X[rest]), kind="stable")].tolist()
             extra = extra[:min(batch, limit - len(chosen))]
-            rows += self.measure(cv, remeasure, early_stopping, indices=extra)
+            new = self.measure(cv, remeasure, early_stopping, indices=extra)
+            scored = [(index[r.input_id], r) for r in new if r.best is not None]
+            if est is not None and scored:
+                times = np.array([[np.nan if r.times.get(v) is None else r.times[v] for v in cv.variant_names]
+                                  for _, r in scored], dtype=np.float64)
+                quality = fraction_of_optimum(times, est.predict(X[[k for k, _ in scored]]))
+                passed = passed + 1 if quality >= PLATEAU_QUALITY else 0
+            rows += new
             chosen += extra
         return rows
 

@@ -72,3 +72,13 @@ def test_active_learning_measures_within_budget_and_learns_the_crossover():
     tuner.tune([cv], budget=10, early_stopping=EarlyStopping())
     right = [cv.select(x) == ("lin" if x < 10 else "flat") for x in xs if abs(x - 10) > 2]
     assert np.mean(right) >= 0.9
+
+
+def test_active_learning_stops_once_two_new_batches_were_chosen_well():
+    """'fast' always wins: after the spread-out first quarter (8 of 30) the model chooses right on
+    the next two batches of 4, measured after it chose, so the rest of the budget is not spent."""
+    cv = code_variant("plateau", {"fast": sleeper(1e-3), "slow": sleeper(3e-3)}, {"x": lambda x: float(x)})
+    tuner = autotuner("plateau", policy=TimingPolicy(min_repeats=1, max_repeats=2, target_seconds=0.0), progress=False)
+    tuner.set_training_args(list(range(1, 31)))
+    rows = tuner.measure_actively(cv, budget=30)
+    assert len(rows) == 8 + 2 * 4 and all(r.best == "fast" for r in rows)
