@@ -73,12 +73,14 @@ class TimeSelector(BaseEstimator):
 
 def regret_weights(times: np.ndarray, floor: float = 0.01, cap: float = 1.0) -> np.ndarray:
     """Weight of each input for a label learner: how much slower its runner-up variant is
-    (``t_second / t_best - 1``), kept within ``[floor, cap]``. Where the two fastest variants
-    tie, a wrong label costs nothing and their order is measurement noise; where the runner-up
-    is twice as slow (or none is valid), a wrong label costs the most."""
+    (``t_second / t_best - 1``), kept within ``[floor, cap]`` and scaled to mean 1 (so that an
+    SVM's C keeps its meaning). Where the two fastest variants tie, a wrong label costs
+    nothing and their order is measurement noise; where the runner-up is twice as slow (or
+    none is valid), a wrong label costs the most."""
     s = np.sort(slowdown(times), axis=1)
     runner_up = s[:, 1] if s.shape[1] > 1 else np.full(len(s), np.inf)
-    return np.clip(runner_up - 1.0, floor, cap)
+    w = np.clip(runner_up - 1.0, floor, cap)
+    return w / w.mean()
 
 
 def fit_selector(learner, X, times):
