@@ -97,9 +97,9 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
     on_device = {}
     if {"majority", "trained_on_target"} & set(methods):
         for d in idx + [data.device_index(o) for o in others]:
-            ok = np.isfinite(data.times[d, train]).any(axis=1)
-            on_device[d] = (fit_selector(SVMSelector(), data.X[train[ok]], data.times[d, train[ok]]).predict(data.X[test])
-                            if ok.any() else None)
+            timed = np.isfinite(data.times[d, train]).any()       # fit_selector drops untimed inputs
+            on_device[d] = (fit_selector(SVMSelector(), data.X[train], data.times[d, train]).predict(data.X[test])
+                            if timed else None)
 
     def run_target(t: int, sources: list[int]) -> tuple[dict, dict]:
         times = data.times[t, test]

@@ -31,7 +31,7 @@ def explain_computation(store: Store, name: str, devices=None, min_gain: float =
             if r.best is None:
                 continue
             X.append([r.features[f] for f in meta["features"]] + [values[d][f] for f in dev_names])
-            T.append([np.nan if r.times.get(v) is None else r.times[v] for v in meta["variants"]])
+            T.append(r.time_vector(meta["variants"]))
     if len(X) < 2:
         raise ValueError(f"{name}: fewer than two rows with a valid variant to explain")
     feature_names = list(meta["features"]) + dev_names

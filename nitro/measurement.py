@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -54,6 +54,10 @@ class TrainingRow:
     def best(self) -> str | None:
         valid = {v: t for v, t in self.times.items() if t is not None and math.isfinite(t)}
         return min(valid, key=valid.get) if valid else None
+
+    def time_vector(self, variants: Sequence[str]) -> list[float]:
+        """Seconds of each of ``variants``, NaN where it failed, was skipped or is unknown."""
+        return [math.nan if self.times.get(v) is None else self.times[v] for v in variants]
 
     def to_dict(self) -> dict:
         return {"input": self.input_id, "features": self.features, "times": self.times,

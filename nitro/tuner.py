@@ -144,8 +144,7 @@ class Autotuner:
             new = self.measure(cv, remeasure, early_stopping, indices=extra)
             scored = [(index[r.input_id], r) for r in new if r.best is not None]
             if est is not None and scored:
-                times = np.array([[np.nan if r.times.get(v) is None else r.times[v] for v in cv.variant_names]
-                                  for _, r in scored], dtype=np.float64)
+                times = np.array([r.time_vector(cv.variant_names) for _, r in scored], dtype=np.float64)
                 quality = fraction_of_optimum(times, est.predict(X[[k for k, _ in scored]]))
                 passed = passed + 1 if quality >= PLATEAU_QUALITY else 0
             rows += new
@@ -210,8 +209,7 @@ class Autotuner:
         if not labelled:
             raise ValueError(f"{cv.name}: no training input has a valid variant to learn from")
         X = np.array([[r.features[f] for f in cv.feature_names] for r in labelled])
-        times = np.array([[np.nan if r.times.get(v) is None else r.times[v] for v in cv.variant_names]
-                          for r in labelled], dtype=np.float64)
+        times = np.array([r.time_vector(cv.variant_names) for r in labelled], dtype=np.float64)
         return fit_selector(self.learner, X, times)
 
     def fit_rows(self, cv: CodeVariant, rows: Sequence[TrainingRow]) -> SelectorModel:

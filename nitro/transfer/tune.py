@@ -120,8 +120,7 @@ def _few_shot(store, name, prep, t, beta, mu, budget, measure_target):
             raise ValueError(f"{name}: a target budget needs the target's timings of {len(todo)} inputs: "
                              "use Autotuner.tune_from_source, which measures them")
         recorded.update({r.input_id: r for r in measure_target(todo)})
-    times = np.array([[np.nan if recorded[i].times.get(v) is None else recorded[i].times[v] for v in data.variants]
-                      for i in ids])
+    times = np.array([recorded[i].time_vector(data.variants) for i in ids], dtype=np.float64)
     ok = np.isfinite(times).any(axis=1)
     if not ok.any():
         raise ValueError(f"{name}: no variant ran on the target for the {len(ids)} chosen inputs")
