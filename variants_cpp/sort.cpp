@@ -22,11 +22,11 @@ namespace {
 
 constexpr std::size_t kTile = 2048;                   // merge sort: keys per sorted tile
 constexpr std::size_t kSegmentBytes = 256 * 1024;     // locality sort: one L2-sized segment
-constexpr std::size_t kParallelMin = 1 << 15;
+constexpr std::size_t kParallelMin = 1 << 15;         // fewer keys: one thread (no fork/join cost)
 constexpr std::size_t kSampleKeys = 1024;             // simd_sample: keys sampled for splitters
 constexpr std::size_t kSampleBucketsPerThread = 4;    // simd_sample: buckets per thread
 constexpr std::size_t kMaxSampleBuckets = 64;         // simd_sample: at most this many buckets
-constexpr std::size_t kBlock = 64;                    // simd_sample: keys classified side by side         // fewer keys: one thread (no fork/join cost)
+constexpr std::size_t kBlock = 64;                    // simd_sample: keys classified side by side
 
 // Uninitialised scratch (a zero-filled std::vector would cost one more pass over memory).
 template <class T>
@@ -433,10 +433,11 @@ void sort_simd_sample(const T* in, std::size_t n, T* out) {
   const std::size_t threads = n >= kParallelMin ? static_cast<std::size_t>(omp_get_max_threads()) : 1;
   // Splitters: evenly spaced order statistics of a strided sample of the (non-NaN) keys.
   const std::size_t buckets = std::min(kSampleBucketsPerThread * threads, kMaxSampleBuckets);
+  const std::size_t sampled = std::min(kSampleKeys, n);  // none of an empty input
   std::vector<T> sample;
-  sample.reserve(kSampleKeys);
-  for (std::size_t k = 0; k < kSampleKeys; ++k) {
-    const T x = in[k * (n / kSampleKeys)];
+  sample.reserve(sampled);
+  for (std::size_t k = 0; k < sampled; ++k) {
+    const T x = in[k * (n / sampled)];
     if (x == x) sample.push_back(x);
   }
   std::sort(sample.begin(), sample.end());
