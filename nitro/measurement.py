@@ -96,7 +96,9 @@ def outputs_match(result: Any, reference: Any) -> bool:
 def time_call(fn: Callable, args: tuple, policy: TimingPolicy, bound: float | None = None,
               counts: dict | None = None) -> float:
     """Median seconds per call of ``fn(*args)`` under ``policy`` (warm-up already done).
-    With a race ``bound``, repetitions stop once the fastest sample exceeds it."""
+    With a race ``bound``, repetitions stop once the fastest of at least ``min_repeats``
+    samples exceeds it: a single sample can be slow by chance (a thread pool waking up),
+    and racing on it records a wrong time and so a wrong label."""
     samples: list[float] = []
     spent = 0.0
     while len(samples) < policy.max_repeats:
@@ -107,7 +109,7 @@ def time_call(fn: Callable, args: tuple, policy: TimingPolicy, bound: float | No
         spent += elapsed
         if len(samples) >= policy.min_repeats and spent >= policy.target_seconds:
             break
-        if bound is not None and min(samples) > bound:
+        if bound is not None and len(samples) >= policy.min_repeats and min(samples) > bound:
             break
     if counts is not None:
         counts["calls"] = counts.get("calls", 0) + len(samples)

@@ -32,14 +32,31 @@ def test_vuduc_rule_on_a_hand_computed_example():
 
 def test_racing_cuts_repetitions_of_clearly_slower_variants():
     variants = {"fast": sleeper(0.001), "slow": sleeper(0.01)}
-    policy = TimingPolicy(min_repeats=5, max_repeats=5, target_seconds=0.0)
+    policy = TimingPolicy(min_repeats=2, max_repeats=6, target_seconds=10.0, isolate=False)
     full, raced = {}, {}
     measure_variants(variants, (1,), policy=policy, counts=full, reference_variant="fast")
     times, failed = measure_variants(variants, (1,), policy=policy, counts=raced, reference_variant="fast",
                                      early_stopping=EarlyStopping(min_variants=3))
-    assert full["calls"] == 2 * (1 + 5)
-    assert raced["calls"] == (1 + 5) + (1 + 1)          # slow: checked once, timed once
+    assert full["calls"] == 2 * (1 + 6)
+    assert raced["calls"] == (1 + 6) + (1 + 2)          # slow: checked once, timed min_repeats times
     assert times["slow"] > 5 * times["fast"] and not failed
+
+
+def test_one_slow_sample_does_not_race_a_variant_out():
+    """A first timed call slowed by chance (a thread pool waking up) must not become the
+    variant's recorded time: racing waits for ``min_repeats`` samples."""
+    calls = {"n": 0}
+
+    def hiccup(x):          # warm-up fast, first timed call slow, then fast
+        calls["n"] += 1
+        time.sleep(0.03 if calls["n"] == 2 else 0.002)
+        return x
+
+    variants = {"steady": sleeper(0.003), "hiccup": hiccup}
+    policy = TimingPolicy(min_repeats=3, max_repeats=3, target_seconds=0.0, isolate=False)
+    times, _ = measure_variants(variants, (1,), policy=policy, reference_variant="steady",
+                                early_stopping=EarlyStopping(min_variants=3))
+    assert times["hiccup"] < times["steady"]
 
 
 def test_early_stopping_skips_the_rest_and_keeps_the_best_measured():
