@@ -5,6 +5,7 @@ import argparse
 import json
 import sys
 
+from .search import EarlyStopping
 from .store import Store, StoreError
 
 
@@ -58,7 +59,6 @@ def cmd_bench_dispatch(args):
 
 def cmd_bench_training(args):
     from .bench.training import bench_training, format_training
-    from .search import EarlyStopping
     result = bench_training(args.family, args.train, args.test, args.seed, budget=args.budget,
                             early_stopping=EarlyStopping(epsilon=args.epsilon, alpha=args.alpha, race=args.race),
                             repeats=args.repeats)
@@ -250,9 +250,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="first train/test draw")
     p.add_argument("--repeats", type=int, default=3, help="independent train/test draws (default 3)")
     p.add_argument("--budget", type=float, default=0.75, help="fraction of training inputs to measure (default 0.75)")
-    p.add_argument("--epsilon", type=float, default=0.05, help="early stopping: tolerated distance to the best")
-    p.add_argument("--alpha", type=float, default=0.1, help="early stopping: tolerated probability of missing it")
-    p.add_argument("--race", type=float, default=0.5, help="stop repeating a variant this much slower than the best")
+    stop = EarlyStopping()
+    p.add_argument("--epsilon", type=float, default=stop.epsilon, help="early stopping: tolerated distance to the best")
+    p.add_argument("--alpha", type=float, default=stop.alpha, help="early stopping: tolerated probability of missing it")
+    p.add_argument("--race", type=float, default=stop.race, help="stop repeating a variant this much slower than the best")
     p.set_defaults(func=cmd_bench_training)
     p = bench.add_parser("variants", parents=[common],
                          help="every benchmark family: best-variant counts, tuned quality, speed against NumPy/SciPy")

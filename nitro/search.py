@@ -30,7 +30,7 @@ class EarlyStopping:
 
     epsilon: float = 0.05
     alpha: float = 0.1
-    race: float = 0.5
+    race: float = 0.2
     min_variants: int = 2
     exhaustive_inputs: int = 3
 

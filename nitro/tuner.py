@@ -119,10 +119,11 @@ class Autotuner:
         """Measure at most ``budget`` training inputs (a count, or a fraction of them), chosen
         where the current model is least sure: a spread-out first quarter, then batches of the
         inputs with the smallest best-versus-second-best margin, until the budget is spent or the
-        model has passed its own test twice in a row: on each new batch, measured after the
-        model chose for it, its choices reached ``PLATEAU_QUALITY`` of the batch's optimum (a
-        skipped or failed choice counts as a miss). Margin-picked inputs are the model's hardest,
-        so two such batches chosen well are evidence that more inputs would change little."""
+        model has plateaued twice in a row. A batch shows a plateau when the model chose for it,
+        before it was measured, within ``PLATEAU_QUALITY`` of its optimum (a skipped or failed
+        choice is a miss) *and* learning it changed none of the model's choices on the whole
+        training pool. The first test alone is weak (margin-picked inputs are near ties, cheap
+        to get wrong); the second alone is met by a model that predicts one variant everywhere."""
         if not self.training_args:
             raise ValueError(f"{self.name}: call set_training_args before tuning")
         n = len(self.training_args)
@@ -132,9 +133,15 @@ class Autotuner:
         index = {iid: k for k, iid in enumerate(self.training_ids)}
         chosen = spread_indices(X, max(2, math.ceil(limit / 4)))[:limit]
         rows = self.measure(cv, remeasure, early_stopping, indices=chosen)
-        batch, passed = max(1, math.ceil(limit / 8)), 0
-        while len(chosen) < limit and passed < 2:
+        batch, passed, pending = max(1, math.ceil(limit / 8)), 0, None
+        while len(chosen) < limit:
             est = self._fit(cv, rows) if any(r.best is not None for r in rows) else None
+            pool = est.predict(X) if est is not None else None
+            if pending is not None:   # the last batch was chosen well: did learning it change choices?
+                passed = passed + 1 if np.array_equal(pool, pending) else 0
+                pending = None
+            if passed >= 2:
+                break
             if est is None:
                 extra = [i for i in spread_indices(X, len(chosen) + batch) if i not in chosen]
             else:
@@ -146,7 +153,10 @@ class Autotuner:
             if est is not None and scored:
                 times = np.array([r.time_vector(cv.variant_names) for _, r in scored], dtype=np.float64)
                 quality = fraction_of_optimum(times, est.predict(X[[k for k, _ in scored]]))
-                passed = passed + 1 if quality >= PLATEAU_QUALITY else 0
+                if quality >= PLATEAU_QUALITY:
+                    pending = pool
+                else:
+                    passed = 0
             rows += new
             chosen += extra
         return rows

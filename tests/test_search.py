@@ -91,9 +91,10 @@ def test_active_learning_measures_within_budget_and_learns_the_crossover():
     assert np.mean(right) >= 0.9
 
 
-def test_active_learning_stops_once_two_new_batches_were_chosen_well():
+def test_active_learning_stops_once_two_new_batches_were_chosen_well_and_changed_nothing():
     """'fast' always wins: after the spread-out first quarter (8 of 30) the model chooses right on
-    the next two batches of 4, measured after it chose, so the rest of the budget is not spent."""
+    the next two batches of 4, measured after it chose, and learning them changes none of its
+    choices, so the rest of the budget is not spent."""
     cv = code_variant("plateau", {"fast": sleeper(1e-3), "slow": sleeper(3e-3)}, {"x": lambda x: float(x)})
     tuner = autotuner("plateau", policy=TimingPolicy(min_repeats=1, max_repeats=2, target_seconds=0.0), progress=False)
     tuner.set_training_args(list(range(1, 31)))
