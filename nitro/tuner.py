@@ -152,7 +152,7 @@ class Autotuner:
             scored = [(index[r.input_id], r) for r in new if r.best is not None]
             if est is not None and scored:
                 times = np.array([r.time_vector(cv.variant_names) for _, r in scored], dtype=np.float64)
-                quality = fraction_of_optimum(times, est.predict(X[[k for k, _ in scored]]))
+                quality = fraction_of_optimum(times, pool[[k for k, _ in scored]])
                 if quality >= PLATEAU_QUALITY:
                     pending = pool
                 else:
