@@ -74,7 +74,8 @@ def cmd_bench_cvdfs(args):
 
 def cmd_bench_variants(args):
     from .bench.variants import bench_variants, format_variants
-    result = bench_variants(_split(args.families), seed=args.seed, progress=not args.json)
+    result = bench_variants(_split(args.families), seed=args.seed, progress=not args.json,
+                            n_train=args.train, n_test=args.test)
     _emit(args, result, format_variants(result))
 
 
@@ -258,6 +259,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = bench.add_parser("variants", parents=[common],
                          help="every benchmark family: best-variant counts, tuned quality, speed against NumPy/SciPy")
     p.add_argument("--families", help="comma-separated families (default: all)")
+    p.add_argument("--train", type=int, default=48, help="training inputs per family (default 48)")
+    p.add_argument("--test", type=int, default=48, help="test inputs per family (default 48)")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_bench_variants)
     p = bench.add_parser("cvdfs", parents=[common], help="CV-DFS time against from-scratch fits")

@@ -117,6 +117,28 @@ def time_call(fn: Callable, args: tuple, policy: TimingPolicy, bound: float | No
     return float(np.median(samples))
 
 
+def time_interleaved(fns: Sequence[Callable], args: tuple, policy: TimingPolicy) -> list[float]:
+    """Median seconds per call of each of ``fns(*args)`` (warm-up already done), timed in
+    turns, forwards then backwards (a, b, b, a, ...), until each has ``min_repeats`` samples
+    and either ``max_repeats`` or ``target_seconds`` of timed work per function. A machine
+    whose speed drifts (other tenants, clock changes) then slows every function alike, so
+    the ratio of two medians compares them fairly; timed one after the other, seconds apart,
+    they would not be."""
+    samples: list[list[float]] = [[] for _ in fns]
+    spent = 0.0
+    while len(samples[0]) < policy.max_repeats:
+        turn = range(len(fns)) if len(samples[0]) % 2 == 0 else reversed(range(len(fns)))
+        for k in turn:
+            start = time.perf_counter()
+            fns[k](*args)
+            elapsed = time.perf_counter() - start
+            samples[k].append(elapsed)
+            spent += elapsed
+        if len(samples[0]) >= policy.min_repeats and spent >= policy.target_seconds * len(fns):
+            break
+    return [float(np.median(s)) for s in samples]
+
+
 def measure_one(fn: Callable, args: tuple, policy: TimingPolicy, reference: Any, have_reference: bool,
                 check: Callable, early_stopping=None, times: Mapping[str, float | None] | None = None,
                 n_total: int = 0, counts: dict | None = None) -> tuple[float | None, str | None, Any]:

@@ -65,3 +65,16 @@ def test_bench_training_json_totals_its_draws(capsys):
     assert r["worst_quality_ratio"] == min(run["quality_ratio"] for run in r["runs"]) > 0
     means = [np.mean([run[side]["percent_of_optimum"] for run in r["runs"]]) for side in ("reduced", "exhaustive")]
     assert np.isclose(r["quality_ratio"], means[0] / means[1])
+
+
+def test_bench_variants_json_scores_every_test_input(capsys):
+    assert main(["bench", "variants", "--json", "--families", "sort", "--train", "6", "--test", "3"]) == 0
+    r = json.loads(capsys.readouterr().out)["families"]["sort"]
+    assert r["n_test"] == 3 and len(r["inputs"]) == 3 and sum(r["best_variant_counts"].values()) == r["n_scored"]
+    for row in r["inputs"]:
+        assert 0 < row["percent_of_best"] <= 100 and row["tuned_call_s"] > 0 and row["baseline_s"] > 0
+        assert np.isclose(row["speedup"], row["baseline_s"] / row["tuned_call_s"])
+    share = np.mean([row["speedup"] >= 1 for row in r["inputs"]])
+    assert np.isclose(r["speedup_over_baseline"]["share_at_least_as_fast"], share)
+    assert main(["bench", "variants", "--families", "sort", "--train", "1"]) == 2
+    assert "at least 2 training" in capsys.readouterr().err

@@ -1,7 +1,9 @@
+import time
+
 import numpy as np
 import pytest
 
-from nitro.measurement import TimingPolicy, TrainingRow, measure_variants, outputs_match
+from nitro.measurement import TimingPolicy, TrainingRow, measure_variants, outputs_match, time_interleaved
 
 
 def test_wrong_and_raising_variants_are_failed_never_best():
@@ -40,3 +42,23 @@ def test_policy_validation_and_row_validation():
         TimingPolicy(min_repeats=5, max_repeats=2)
     with pytest.raises(ValueError, match="malformed training row"):
         TrainingRow.from_dict({"input": "x", "features": {"N": "abc"}, "times": {}})
+
+
+def test_time_interleaved_takes_turns_and_times_each_function_apart():
+    calls = []
+
+    def fast():
+        calls.append("fast")
+
+    def slow():
+        calls.append("slow")
+        time.sleep(0.002)
+
+    policy = TimingPolicy(min_repeats=4, max_repeats=4, target_seconds=0.0, isolate=False)
+    t_fast, t_slow = time_interleaved([fast, slow], (), policy)
+    assert calls == ["fast", "slow", "slow", "fast"] * 2     # forwards, then backwards
+    assert t_slow >= 0.002 > t_fast
+    # repetitions stop at target_seconds of work per function, once min_repeats are in
+    calls.clear()
+    time_interleaved([fast, slow], (), TimingPolicy(min_repeats=2, max_repeats=50, target_seconds=0.004))
+    assert 2 * 2 <= len(calls) < 2 * 50

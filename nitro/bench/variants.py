@@ -10,26 +10,36 @@ import time
 import numpy as np
 
 from .. import benchmarks
-from ..measurement import TimingPolicy, time_call
+from ..measurement import TimingPolicy, time_interleaved
 from ..metrics import fraction_of_optimum
 from ..tuner import Autotuner
 from .quality import as_args, choices, test_times
 
 
-def _seconds(fn, item, policy: TimingPolicy) -> float:
-    """Median seconds of ``fn`` on one input, after one untimed call; inf if it raises."""
+def _paired_seconds(fns, item, policy: TimingPolicy) -> list[float]:
+    """Median seconds of each of ``fns`` on one input, timed in turns after one untimed call
+    each (:func:`nitro.measurement.time_interleaved`); inf for one that raises (e.g. a solver
+    that does not converge on this input)."""
     args = as_args(item)
-    try:
-        fn(*args)
-        return time_call(fn, args, policy)
-    except Exception:  # e.g. a solver that does not converge on this input
-        return float("inf")
+    ok = []
+    for fn in fns:
+        try:
+            fn(*args)
+            ok.append(fn)
+        except Exception:
+            pass
+    timed = iter(time_interleaved(ok, args, policy)) if ok else iter(())
+    return [next(timed) if fn in ok else float("inf") for fn in fns]
 
 
-def bench_family(family: str, seed: int = 0, policy: TimingPolicy | None = None, progress: bool = False) -> dict:
+def bench_family(family: str, seed: int = 0, policy: TimingPolicy | None = None, progress: bool = False,
+                 n_train: int = 48, n_test: int = 48) -> dict:
+    """Tune ``family`` on its training inputs, then score it on its test inputs: the
+    exhaustive optimum, the tuned choice, and the tuned call (features + dispatch + variant)
+    against the NumPy/SciPy routine, the two timed in turns on each input."""
     module = benchmarks.load(family)
     policy = policy or TimingPolicy()
-    (train, train_ids), (test, _) = module.train_test_inputs(seed=seed)
+    (train, train_ids), (test, test_ids) = module.train_test_inputs(n_train, n_test, seed=seed)
     cv = module.make_code_variant()
     tuner = Autotuner(cv.name, policy=policy, progress=progress)
     tuner.set_training_args(train, ids=train_ids)
@@ -39,12 +49,17 @@ def bench_family(family: str, seed: int = 0, policy: TimingPolicy | None = None,
     times = test_times(cv, test, policy)
     ok = np.isfinite(times).any(axis=1)
     names = cv.variant_names
-    best = np.nanargmin(np.where(ok[:, None], times, np.inf), axis=1)[ok]
+    best_all = np.nanargmin(np.where(np.isfinite(times), times, np.inf), axis=1)
+    best = best_all[ok]
     picked = choices(cv, test)
-    tuned_call = np.array([_seconds(cv, item, policy) for item in test])
-    base_call = np.array([_seconds(module.baseline, item, policy) for item in test])
+    tuned_call, base_call = np.array([_paired_seconds([cv, module.baseline], item, policy) for item in test]).T
     speedup = base_call / tuned_call          # 0 where the tuned choice failed
     fixed = {v: 100 * fraction_of_optimum(times[ok], np.full(int(ok.sum()), i)) for i, v in enumerate(names)}
+    per_input = [{"input": iid, "best": names[b] if k else None, "chosen": names[c],
+                  "percent_of_best": 100 * fraction_of_optimum(times[i:i + 1], c[None]) if k else None,
+                  "tuned_call_s": float(t), "baseline_s": float(r), "speedup": float(x)}
+                 for i, (iid, b, c, k, t, r, x) in enumerate(zip(test_ids, best_all, picked, ok, tuned_call,
+                                                                  base_call, speedup))]
     return {
         "family": family, "n_train": len(train), "n_test": len(test), "n_scored": int(ok.sum()),
         "best_variant_counts": {v: int((best == i).sum()) for i, v in enumerate(names)},
@@ -55,13 +70,17 @@ def bench_family(family: str, seed: int = 0, policy: TimingPolicy | None = None,
                                   "share_at_least_as_fast": float((speedup >= 1.0).mean())},
         "tuned_call_failures": int(np.isinf(tuned_call).sum()),
         "tuning_seconds": tuned_s,
+        "inputs": per_input,
     }
 
 
-def bench_variants(families=None, seed: int = 0, progress: bool = False) -> dict:
+def bench_variants(families=None, seed: int = 0, progress: bool = False, n_train: int = 48, n_test: int = 48) -> dict:
     families = list(families or benchmarks.FAMILIES)
+    if n_train < 2 or n_test < 1:
+        raise ValueError(f"bench variants needs at least 2 training and 1 test input, got {n_train} and {n_test}")
     return {"machine": f"{platform.node()} {platform.processor() or platform.machine()}",
-            "families": {f: bench_family(f, seed, progress=progress) for f in families}}
+            "families": {f: bench_family(f, seed, progress=progress, n_train=n_train, n_test=n_test)
+                         for f in families}}
 
 
 def format_variants(r: dict) -> str:
