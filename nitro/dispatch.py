@@ -70,11 +70,20 @@ class Dispatcher:
         else:  # no model, or values the compiled path refused: validate (clear errors) and decide
             self._check(values)
             choice = self.default if self.model is None else self.model.predict([values])[0]
-        if self.constraints:
-            ok = self.allowed(values)
-            if not ok[choice]:
-                choice = self.default
-                if not ok[choice]:
-                    raise ValueError(f"the model's choice and the default variant {self.default!r} "
-                                     "are both excluded by constraints for this input")
+        if self.constraints and not self._valid(choice, values):
+            choice = self.default
+            if not self._valid(choice, values):
+                raise ValueError(f"the model's choice and the default variant {self.default!r} "
+                                 "are both excluded by constraints for this input")
         return choice
+
+    def _valid(self, variant: str, values: list[float]) -> bool:
+        """Whether every constraint on ``variant`` holds (only its own are evaluated: this is
+        on the dispatch path)."""
+        named = None
+        for constrained, valid_if in self.constraints:
+            if constrained == variant:
+                named = named or dict(zip(self.features, values))
+                if not valid_if(named):
+                    return False
+        return True

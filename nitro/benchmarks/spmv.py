@@ -171,6 +171,9 @@ class SpmvMatrix:
     def vector(self, x) -> np.ndarray:
         """``x`` as the contiguous float64 vector of length n_cols the variants read
         (no copy when it already is one)."""
+        if (type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (self.csr.shape[1],)
+                and x.flags.c_contiguous):
+            return x                        # the common case, checked cheaply (dispatch path)
         x = np.asarray(x)
         if x.ndim != 1 or x.shape[0] != self.shape[1]:
             raise ValueError(f"x must be a vector of length {self.shape[1]} (the matrix's columns), "
