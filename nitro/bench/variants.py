@@ -74,17 +74,29 @@ def bench_family(family: str, seed: int = 0, policy: TimingPolicy | None = None,
     }
 
 
+def numpy_simd() -> str:
+    """NumPy's version and the SIMD targets it dispatches to here: its sort and bincount are
+    the references, and their speed depends on these (NumPy's AVX-512 sort, for one, is
+    5x slower than its AVX2 sort on AMD Zen 4; ``NPY_DISABLE_CPU_FEATURES`` switches targets)."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+        found = [t for t in __cpu_dispatch__ if __cpu_features__.get(t)]
+    except ImportError:          # private names: another NumPy may not have them
+        found = ["unknown"]
+    return f"NumPy {np.__version__} ({', '.join(found) or 'baseline SIMD only'})"
+
+
 def bench_variants(families=None, seed: int = 0, progress: bool = False, n_train: int = 48, n_test: int = 48) -> dict:
     families = list(families or benchmarks.FAMILIES)
     if n_train < 2 or n_test < 1:
         raise ValueError(f"bench variants needs at least 2 training and 1 test input, got {n_train} and {n_test}")
-    return {"machine": f"{platform.node()} {platform.processor() or platform.machine()}",
+    return {"machine": f"{platform.node()} {platform.processor() or platform.machine()}", "numpy": numpy_simd(),
             "families": {f: bench_family(f, seed, progress=progress, n_train=n_train, n_test=n_test)
                          for f in families}}
 
 
 def format_variants(r: dict) -> str:
-    lines = [f"benchmark families on {r['machine']}", "",
+    lines = [f"benchmark families on {r['machine']}, against {r['numpy']}", "",
              f"{'family':<11}{'tuned %opt':>11}{'best fixed':>24}{'vs NumPy/SciPy: median':>24}{'>=1x':>7}"
              f"{'best variants':>15}"]
     for f, x in r["families"].items():
