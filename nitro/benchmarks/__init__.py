@@ -19,7 +19,7 @@ import importlib
 FAMILIES = ["histogram", "spmv", "sort", "bfs", "solver", "transpose"]
 # Families whose variants run on an NVIDIA GPU (pycuda GPUArray arguments); each offers
 # ``unavailable() -> str | None`` saying why it cannot run here.
-GPU_FAMILIES = ["histogram_cuda"]
+GPU_FAMILIES = ["histogram_cuda", "spmv_cuda"]
 
 
 def load(family: str):

@@ -13,12 +13,19 @@ import importlib.util
 
 import numpy as np
 
-from .. import _variants
+from .. import _variants, cuda
 from ..measurement import outputs_match
 from ..variant import CodeVariant, code_variant
 from . import spmv
 
 VARIANT_NAMES = ["csr_scalar", "csr_vector", "ell", "dia"]
+
+
+def unavailable() -> str | None:
+    """``None`` when the CUDA variants can run here, else the reason why not."""
+    if not _variants.HAVE_CUDA:
+        return "nitro's compiled module was built without CUDA (no nvcc at build time)"
+    return cuda.unavailable()
 
 
 def gpuarray():
@@ -128,6 +135,11 @@ def reference(A: DeviceMatrix, x) -> np.ndarray:
     return A.host.csr @ x.get()
 
 
+def baseline(A: DeviceMatrix, x) -> np.ndarray:
+    """What a SciPy user would do: copy x to the host, SciPy's CSR product there."""
+    return A.host.csr @ x.get()
+
+
 def check(result, expected) -> bool:
     """Compares a variant's GPUArray with the host reference."""
     return outputs_match(result.get(), expected)
@@ -152,7 +164,19 @@ def inputs(host_args) -> list[tuple]:
     return out
 
 
+def train_test_inputs(n_train: int = 48, n_test: int = 48, seed: int = 0):
+    """The CPU family's matrices and vectors (same ids), uploaded to the GPU."""
+    (train, train_ids), (test, test_ids) = spmv.train_test_inputs(n_train, n_test, seed)
+    return (inputs(train), train_ids), (inputs(test), test_ids)
+
+
 def make_code_variant(name: str = "spmv_cuda") -> CodeVariant:
+    """The family's code variant; on a machine with a usable GPU its ``device_id`` is that
+    GPU's id, so training rows are recorded under the GPU (not the CPU)."""
     constraints = [(v, c) for v, c in spmv.CONSTRAINTS if v in VARIANTS]
-    return code_variant(name, VARIANTS, FEATURES, default="csr_vector", constraints=constraints,
-                        reference=reference, check=check)
+    cv = code_variant(name, VARIANTS, FEATURES, default="csr_vector", constraints=constraints,
+                      reference=reference, check=check)
+    if unavailable() is None:
+        from ..devices.gpu import gpu_device_id
+        cv.device_id = gpu_device_id(cuda.context().Context.get_device().name())
+    return cv

@@ -24,3 +24,35 @@ def test_single_class_and_tiny_classes():
     assert list(est.predict([[10.0]])) == ["a"]
     est = SVMSelector().fit(np.arange(5.0)[:, None], ["a", "a", "a", "a", "b"])
     assert est.predict([[0.0]])[0] in ("a", "b")
+
+
+def _grid_scores(est, X, y, w, weighted):
+    """Mean held-out (weighted) accuracy of every grid point, by a plain loop over the splits
+    SVMSelector uses: an independent check of what its grid search optimises."""
+    from sklearn.model_selection import RepeatedStratifiedKFold
+    splits = list(RepeatedStratifiedKFold(n_splits=est.cv, n_repeats=est.cv_repeats, random_state=0).split(X, y))
+    scores = {}
+    for C in est.C_grid:
+        for gamma in est.gamma_grid:
+            per_split = []
+            for train, test in splits:
+                model = est._pipeline(C, gamma).fit(X[train], y[train], svc__sample_weight=w[train])
+                hit = model.predict(X[test]) == y[test]
+                per_split.append(np.average(hit, weights=w[test] if weighted else None))
+            scores[(C, gamma)] = np.mean(per_split)
+    return scores
+
+
+def test_sample_weights_weigh_the_cross_validation_score_too():
+    # near-ties (tiny weight, labels that are noise) around inputs whose label matters
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(60, 2))
+    y = (X[:, 0] > 0).astype(int)
+    noisy = rng.random(60) < 0.5
+    y[noisy] = rng.integers(0, 2, noisy.sum())
+    w = np.where(noisy, 0.02, 1.0)
+    est = SVMSelector(C_grid=(0.1, 1.0, 10.0, 100.0), gamma_grid=(0.1, 1.0, 10.0)).fit(X, y, sample_weight=w)
+    weighted, plain = _grid_scores(est, X, y, w, True), _grid_scores(est, X, y, w, False)
+    best = max(weighted, key=weighted.get)
+    assert max(plain, key=plain.get) != best            # the two criteria disagree on this data
+    assert (est.best_params_["svc__C"], est.best_params_["svc__gamma"]) == best
