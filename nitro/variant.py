@@ -31,11 +31,14 @@ class CodeVariant:
     Calling it computes the input features, asks the model for a variant, and runs it;
     without a model, or when the model's choice is excluded by a constraint, the default
     variant runs (Nitro's rule). Input features are callables taking the same arguments
-    as the variants and returning a number.
+    as the variants and returning a number. ``fallback_on``: exception types after which a
+    call runs the default variant instead of the chosen one (e.g. a solver that did not
+    converge), as a constraint would have; other exceptions propagate.
     """
 
     def __init__(self, name: str, variants, features, default=None, constraints=(),
-                 check: Callable | None = None, reference: Callable | None = None):
+                 check: Callable | None = None, reference: Callable | None = None,
+                 fallback_on: tuple[type[BaseException], ...] = ()):
         if not isinstance(name, str) or not name:
             raise ValueError("a code variant needs a non-empty name")
         self.name = name
@@ -55,6 +58,9 @@ class CodeVariant:
         self.default = default
         self.check = check
         self.reference = reference
+        self.fallback_on = tuple(fallback_on)
+        if not all(isinstance(t, type) and issubclass(t, Exception) for t in self.fallback_on):
+            raise TypeError(f"{name}: fallback_on must be a tuple of Exception types, got {fallback_on!r}")
         self._dispatcher = Dispatcher(self.variant_names, self.feature_names, self.default)
         self.constraints = self._dispatcher.constraints
         for variant, predicate in constraints:
@@ -100,7 +106,13 @@ class CodeVariant:
         return self._dispatcher.choose(self.compute_features(*args))
 
     def __call__(self, *args) -> Any:
-        return self.variants[self.select(*args)](*args)
+        choice = self.select(*args)
+        if not self.fallback_on or choice == self.default:
+            return self.variants[choice](*args)
+        try:
+            return self.variants[choice](*args)
+        except self.fallback_on:
+            return self.variants[self.default](*args)
 
     def __repr__(self):
         return (f"code_variant({self.name!r}, variants={self.variant_names}, "

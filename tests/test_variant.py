@@ -76,3 +76,32 @@ def test_compiled_dispatch_reports_bad_feature_values_clearly():
     assert cv.select(np.ones(100000)) == "big"
     with pytest.raises(ValueError, match="'size' is nan"):
         cv.select(np.ones(3))
+
+
+def test_fallback_on_runs_the_default_after_a_listed_failure_only():
+    class DidNotConverge(RuntimeError):
+        pass
+
+    calls = []
+
+    def fragile(x):
+        calls.append("fragile")
+        if x < 0:
+            raise DidNotConverge("no")
+        if x == 0:
+            raise ZeroDivisionError("other failure")
+        return "fragile"
+
+    def robust(x):
+        calls.append("robust")
+        return "robust"
+
+    cv = code_variant("fb", [fragile, robust], {"x": lambda x: float(x)}, default="robust",
+                      fallback_on=(DidNotConverge,))
+    cv.model = SelectorModel(["fragile", "robust"], ["x"], "constant", {"label": 0})
+    assert cv(1.0) == "fragile" and calls == ["fragile"]
+    assert cv(-1.0) == "robust" and calls[1:] == ["fragile", "robust"]
+    with pytest.raises(ZeroDivisionError):          # not listed: propagates
+        cv(0.0)
+    with pytest.raises(TypeError, match="fallback_on"):
+        code_variant("bad", [fragile, robust], fallback_on=("DidNotConverge",))

@@ -218,9 +218,13 @@ FEATURES = {"NNZ": nnz, "Rows": rows, "Trace": trace, "DiagAvg": diag_avg, "Diag
 
 
 def make_code_variant(name: str = "solver") -> CodeVariant:
-    """The solver code variant; outputs are checked by their residual, not against spsolve."""
-    return code_variant(name, VARIANTS, FEATURES, default="cg_jacobi",
-                        reference=residual_reference, check=residual_check)
+    """The solver code variant; outputs are checked by their residual, not against spsolve.
+    The default, ``bicgstab_jacobi``, also solves the indefinite systems CG fails on, so a
+    call whose chosen variant does not converge retries with it (``fallback_on``), as
+    SciPy users retry ``cg`` with ``bicgstab``."""
+    return code_variant(name, VARIANTS, FEATURES, default="bicgstab_jacobi",
+                        reference=residual_reference, check=residual_check,
+                        fallback_on=(ConvergenceError,))
 
 
 # -- inputs -------------------------------------------------------------------------------------
