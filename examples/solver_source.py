@@ -11,7 +11,7 @@ solve.record = True                      # keep rows (failed variants too), devi
 # solve.device_id = "my_machine"         # optional: a stable id is derived otherwise
 
 tuner = autotuner("solver")
-(train, ids), _ = solver.train_test_inputs(n_train=48, n_test=0)
+(train, ids), _ = solver.train_test_inputs(n_test=0)   # 96 systems
 tuner.set_training_args(train, ids=ids)
 tuner.tune([solve])                      # exhaustive measurement -> labels -> SVM model
 

@@ -259,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = bench.add_parser("variants", parents=[common],
                          help="every benchmark family: best-variant counts, tuned quality, speed against NumPy/SciPy")
     p.add_argument("--families", help="comma-separated families (default: all)")
-    p.add_argument("--train", type=int, default=48, help="training inputs per family (default 48)")
+    p.add_argument("--train", type=int, default=None, help="training inputs per family (default: the family's, 48; 96 for the solver)")
     p.add_argument("--test", type=int, default=48, help="test inputs per family (default 48)")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_bench_variants)

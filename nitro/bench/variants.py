@@ -33,13 +33,15 @@ def _paired_seconds(fns, item, policy: TimingPolicy) -> list[float]:
 
 
 def bench_family(family: str, seed: int = 0, policy: TimingPolicy | None = None, progress: bool = False,
-                 n_train: int = 48, n_test: int = 48) -> dict:
-    """Tune ``family`` on its training inputs, then score it on its test inputs: the
-    exhaustive optimum, the tuned choice, and the tuned call (features + dispatch + variant)
-    against the NumPy/SciPy routine, the two timed in turns on each input."""
+                 n_train: int | None = None, n_test: int = 48) -> dict:
+    """Tune ``family`` on its training inputs (``n_train``, else the family's default
+    number), then score it on its test inputs: the exhaustive optimum, the tuned choice, and
+    the tuned call (features + dispatch + variant) against the NumPy/SciPy routine, the two
+    timed in turns on each input."""
     module = benchmarks.load(family)
     policy = policy or TimingPolicy()
-    (train, train_ids), (test, test_ids) = module.train_test_inputs(n_train, n_test, seed=seed)
+    sizes = {"n_test": n_test} if n_train is None else {"n_train": n_train, "n_test": n_test}
+    (train, train_ids), (test, test_ids) = module.train_test_inputs(seed=seed, **sizes)
     cv = module.make_code_variant()
     tuner = Autotuner(cv.name, policy=policy, progress=progress)
     tuner.set_training_args(train, ids=train_ids)
@@ -86,9 +88,10 @@ def numpy_simd() -> str:
     return f"NumPy {np.__version__} ({', '.join(found) or 'baseline SIMD only'})"
 
 
-def bench_variants(families=None, seed: int = 0, progress: bool = False, n_train: int = 48, n_test: int = 48) -> dict:
+def bench_variants(families=None, seed: int = 0, progress: bool = False, n_train: int | None = None,
+                   n_test: int = 48) -> dict:
     families = list(families or benchmarks.FAMILIES)
-    if n_train < 2 or n_test < 1:
+    if (n_train is not None and n_train < 2) or n_test < 1:
         raise ValueError(f"bench variants needs at least 2 training and 1 test input, got {n_train} and {n_test}")
     return {"machine": f"{platform.node()} {platform.processor() or platform.machine()}", "numpy": numpy_simd(),
             "families": {f: bench_family(f, seed, progress=progress, n_train=n_train, n_test=n_test)
