@@ -21,15 +21,18 @@ def _paired_seconds(fns, item, policy: TimingPolicy) -> list[float]:
     each (:func:`nitro.measurement.time_interleaved`); inf for one that raises (e.g. a solver
     that does not converge on this input)."""
     args = as_args(item)
-    ok = []
-    for fn in fns:
+    runs = []
+    for k, fn in enumerate(fns):
         try:
             fn(*args)
-            ok.append(fn)
+            runs.append(k)
         except Exception:
             pass
-    timed = iter(time_interleaved(ok, args, policy)) if ok else iter(())
-    return [next(timed) if fn in ok else float("inf") for fn in fns]
+    seconds = [float("inf")] * len(fns)
+    if runs:
+        for k, t in zip(runs, time_interleaved([fns[k] for k in runs], args, policy)):
+            seconds[k] = t
+    return seconds
 
 
 def bench_family(family: str, seed: int = 0, policy: TimingPolicy | None = None, progress: bool = False,
