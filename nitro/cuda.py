@@ -26,6 +26,24 @@ def unavailable() -> str | None:
     return None if count > 0 else "the CUDA driver reports no GPU"
 
 
+def variants_unavailable() -> str | None:
+    """``None`` when nitro's compiled CUDA variants can run here, else the reason why not
+    (a build without nvcc, or :func:`unavailable`)."""
+    from . import _variants
+    if not _variants.HAVE_CUDA:
+        return "nitro's compiled module was built without CUDA (no nvcc at build time)"
+    return unavailable()
+
+
+def device_id() -> str | None:
+    """The stable id of the GPU the context is on (``nvidia_h100_80gb_hbm3``…), so that
+    training rows of a GPU family are recorded under the GPU; ``None`` without a usable GPU."""
+    if variants_unavailable() is not None:
+        return None
+    from .devices.gpu import gpu_device_id
+    return gpu_device_id(context().Context.get_device().name())
+
+
 def context():
     """Make the primary CUDA context of the first GPU (``$CUDA_DEVICE`` picks another) current
     and return the ``pycuda.driver`` module; raises ``RuntimeError`` with the reason when CUDA

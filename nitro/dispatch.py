@@ -55,13 +55,7 @@ class Dispatcher:
             feature_vector(self.features, values)
 
     def allowed(self, values: list[float]) -> dict[str, bool]:
-        ok = dict.fromkeys(self.variants, True)
-        if self.constraints:
-            named = dict(zip(self.features, values))
-            for variant, valid_if in self.constraints:
-                if ok[variant] and not valid_if(named):
-                    ok[variant] = False
-        return ok
+        return {variant: self._valid(variant, values) for variant in self.variants}
 
     def choose(self, values: list[float]) -> str:
         index = self._predict_one(values) if self._predict_one is not None else -1

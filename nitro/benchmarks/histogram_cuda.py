@@ -19,11 +19,7 @@ VARIANT_NAMES = list(histogram.VARIANT_NAMES)
 BINS = histogram.BINS
 
 
-def unavailable() -> str | None:
-    """``None`` when the CUDA variants can run here, else the reason why not."""
-    if not _variants.HAVE_CUDA:
-        return "nitro's compiled module was built without CUDA (no nvcc at build time)"
-    return cuda.unavailable()
+unavailable = cuda.variants_unavailable   # None when the family can run here, else why not
 
 
 def _launchers():
@@ -126,9 +122,7 @@ def make_code_variant(name: str = "histogram_cuda") -> CodeVariant:
     """The family's code variant; on a machine with a usable GPU its ``device_id`` is that
     GPU's id, so training rows are recorded under the GPU (not the CPU)."""
     cv = code_variant(name, VARIANTS, FEATURES, default="shared_atomic_even", reference=reference, check=check)
-    if unavailable() is None:
-        from ..devices.gpu import gpu_device_id
-        cv.device_id = gpu_device_id(cuda.context().Context.get_device().name())
+    cv.device_id = cuda.device_id()
     return cv
 
 

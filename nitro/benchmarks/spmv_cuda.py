@@ -21,11 +21,7 @@ from . import spmv
 VARIANT_NAMES = ["csr_scalar", "csr_vector", "ell", "dia"]
 
 
-def unavailable() -> str | None:
-    """``None`` when the CUDA variants can run here, else the reason why not."""
-    if not _variants.HAVE_CUDA:
-        return "nitro's compiled module was built without CUDA (no nvcc at build time)"
-    return cuda.unavailable()
+unavailable = cuda.variants_unavailable   # None when the family can run here, else why not
 
 
 def gpuarray():
@@ -175,7 +171,5 @@ def make_code_variant(name: str = "spmv_cuda") -> CodeVariant:
     constraints = [(v, c) for v, c in spmv.CONSTRAINTS if v in VARIANTS]
     cv = code_variant(name, VARIANTS, FEATURES, default="csr_vector", constraints=constraints,
                       reference=reference, check=check)
-    if unavailable() is None:
-        from ..devices.gpu import gpu_device_id
-        cv.device_id = gpu_device_id(cuda.context().Context.get_device().name())
+    cv.device_id = cuda.device_id()
     return cv
