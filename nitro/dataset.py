@@ -18,12 +18,35 @@ from .measurement import TrainingRow
 @dataclass
 class Measurements:
     """``times``: DataFrame indexed by (device, input) with one column per variant (NaN = not
-    measured or failed); ``inputs``: input features indexed by input; ``devices``: device
-    features indexed by device (numeric columns only)."""
+    measured or failed); ``inputs``: input features indexed by input; ``devices``: one row per
+    device, whose numeric columns are device features and whose text columns (``vendor``,
+    ``kind``, ``arch``, ...) are metadata, never features."""
 
     times: pd.DataFrame
     inputs: pd.DataFrame
     devices: pd.DataFrame
+
+    @property
+    def device_feature_names(self) -> list[str]:
+        """The numeric columns of :attr:`devices`: the features learners may use."""
+        types = pd.api.types
+        return [c for c in self.devices.columns
+                if types.is_numeric_dtype(self.devices[c]) and not types.is_bool_dtype(self.devices[c])]
+
+    @property
+    def metadata_names(self) -> list[str]:
+        """The text columns of :attr:`devices` (``vendor``, ``kind``, ``arch``, ...)."""
+        return [c for c in self.devices.columns if c not in set(self.device_feature_names)]
+
+    def device_metadata(self, column: str) -> dict[str, str | None] | None:
+        """``{device: value}`` of a metadata column (``None`` for an empty cell), or ``None``
+        when :attr:`devices` has no such column."""
+        if column not in self.devices.columns:
+            return None
+        if column in self.device_feature_names:
+            raise ValueError(f"device column {column!r} is a numeric device feature, not metadata; "
+                             f"metadata columns: {self.metadata_names}")
+        return {str(d): (None if pd.isna(v) else str(v)) for d, v in self.devices[column].items()}
 
     @property
     def variants(self) -> list[str]:
@@ -86,6 +109,29 @@ def _read_csv(directory: Path, stem: str) -> pd.DataFrame:
     raise FileNotFoundError(f"{directory} has no {stem}.csv or {stem}.csv.gz")
 
 
+def is_numeric_column(values: pd.Series) -> bool:
+    """Whether every non-empty cell of ``values`` parses as a number."""
+    text = values.dropna().astype(str).str.strip()
+    text = text[text != ""]
+    return bool(pd.to_numeric(text, errors="coerce").notna().all())
+
+
+def text_column(values: pd.Series) -> pd.Series:
+    """``values`` as Python strings, ``None`` for empty cells (object dtype, never numeric)."""
+    return pd.Series([None if pd.isna(v) or str(v).strip() == "" else str(v).strip() for v in values],
+                     index=values.index, name=values.name, dtype=object)
+
+
+def split_device_columns(devices: pd.DataFrame) -> pd.DataFrame:
+    """A device table whose numeric columns are floats (device features) and whose other
+    columns are text (metadata: ``vendor``, ``kind``, ``arch``, ...). A column is metadata as
+    soon as one non-empty cell is not a number; coercing it instead would turn it into an
+    all-NaN feature that learners see."""
+    columns = {c: (pd.to_numeric(devices[c], errors="coerce").astype(float) if is_numeric_column(devices[c])
+                   else text_column(devices[c])) for c in devices.columns}
+    return pd.DataFrame(columns, index=devices.index)
+
+
 def load_dataset_dir(directory) -> Measurements:
     """Read a measurement directory (``devices``, ``inputs``, ``measurements`` CSV files)."""
     directory = Path(directory)
@@ -116,9 +162,6 @@ def load_dataset_dir(directory) -> Measurements:
     if "device" not in devices.columns:
         raise ValueError(f"{directory}/devices: needs a 'device' column")
     devices["device"] = devices["device"].astype(str)
-    devices = devices.set_index("device")
-    meta = devices[[c for c in ("vendor", "kind") if c in devices.columns]]
-    devices = devices.drop(columns=meta.columns).apply(pd.to_numeric, errors="coerce")
-    devices = pd.concat([devices, meta], axis=1)
+    devices = split_device_columns(devices.set_index("device"))
     times = times[times.index.get_level_values(1).isin(inputs.index)]
     return Measurements(times.sort_index(), inputs.sort_index(), devices)

@@ -6,6 +6,7 @@ keys of one computation live on one shard) and ``d`` an escaped device id::
     nitro:schema                       "1"
     nitro:computations                 set of computation names
     nitro:device:<d>                   hash  name -> JSON {"value", "unit", "source"}
+    nitro:device_metadata:<d>          hash  name -> JSON string (vendor, kind, arch: never features)
     nitro:{c}:meta                     hash  "variants", "features" -> JSON lists
     nitro:{c}:devices                  set of device ids with training rows
     nitro:{c}:rows:<d>                 hash  input id -> JSON training row
@@ -41,6 +42,10 @@ def computations() -> str:
 
 def device(device_id: str) -> str:
     return f"{PREFIX}:device:{escape(device_id)}"
+
+
+def device_metadata(device_id: str) -> str:
+    return f"{PREFIX}:device_metadata:{escape(device_id)}"
 
 
 def devices_with_features() -> str:

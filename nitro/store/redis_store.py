@@ -185,6 +185,26 @@ class Store:
             raise StoreError(f"unknown device {device_id!r}: the store has no features for it")
         return {k.decode(): _loads(v, f"feature of device {device_id!r}") for k, v in raw.items()}
 
+    def put_device_metadata(self, device_id: str, metadata: Mapping[str, str]):
+        """Add (or update) a device's metadata: name -> text (``vendor``, ``kind``, ``arch``).
+        Kept apart from its features so that no learner ever takes them for one."""
+        for name, value in metadata.items():
+            if not (isinstance(name, str) and name and isinstance(value, str) and value):
+                raise ValueError(f"device metadata of {device_id!r} must map names to non-empty strings, "
+                                 f"got {name!r}: {value!r}")
+        if metadata:
+            self._call(self.client.hset, keys.device_metadata(device_id),
+                       mapping={n: _dumps(v) for n, v in metadata.items()})
+
+    def device_metadata(self, device_id: str) -> dict[str, str]:
+        """A device's metadata (``{}`` when none is recorded)."""
+        raw = self._call(self.client.hgetall, keys.device_metadata(device_id))
+        out = {k.decode(): _loads(v, f"metadata of device {device_id!r}") for k, v in raw.items()}
+        bad = [k for k, v in out.items() if not isinstance(v, str)]
+        if bad:
+            raise StoreError(f"malformed metadata {bad} of device {device_id!r} in the store: not text")
+        return out
+
     def device_ids(self) -> list[str]:
         return sorted(m.decode() for m in self._call(self.client.smembers, keys.devices_with_features()))
 

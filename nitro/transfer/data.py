@@ -36,8 +36,12 @@ class TransferData:
             t = m.for_device(dev).reindex(columns=variants)
             t = t[t.index.isin(pos)]
             times[d, [pos[i] for i in t.index]] = t.to_numpy(dtype=float)
-        numeric = m.devices.select_dtypes(include=[np.number]) if len(m.devices) else pd.DataFrame()
+        numeric = m.devices[m.device_feature_names] if len(m.devices) else pd.DataFrame()
         names = list(device_features) if device_features is not None else list(numeric.columns)
+        metadata = [f for f in names if f in m.metadata_names]
+        if metadata:
+            raise ValueError(f"device columns {metadata} are metadata (text), not device features; "
+                             f"features: {list(numeric.columns)}")
         D = numeric.reindex(index=devices, columns=names).to_numpy(dtype=float) if names else np.zeros((len(devices), 0))
         return cls(inputs, list(m.inputs.columns), m.inputs.to_numpy(dtype=float), devices, names, D,
                    variants, times)

@@ -1,0 +1,56 @@
+"""Dataset directories: text device columns are metadata, numeric ones device features."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from nitro.dataset import load_dataset_dir
+from nitro.transfer.data import TransferData
+
+
+def write_dataset(directory, devices: dict):
+    """Three devices, four inputs, two variants, and the device columns given."""
+    names = ["d0", "d1", "d2"]
+    pd.DataFrame({"device": names, **devices}).to_csv(directory / "devices.csv", index=False)
+    pd.DataFrame({"input": [f"i{k}" for k in range(4)], "size": [1.0, 2.0, 3.0, 4.0]}).to_csv(
+        directory / "inputs.csv", index=False)
+    rows = [{"device": d, "input": f"i{k}", "variant": v, "time_s": 1.0 + k + (v == "b")}
+            for d in names for k in range(4) for v in ("a", "b")]
+    pd.DataFrame(rows).to_csv(directory / "measurements.csv", index=False)
+    return directory
+
+
+def test_text_device_columns_are_metadata_and_never_features(tmp_path):
+    write_dataset(tmp_path, {"vendor": ["nvidia", "amd", "intel"], "kind": ["gpu", "gpu", "cpu"],
+                             "arch": ["kepler", "gcn", "cascade_lake"], "foo": ["1", "x", ""],
+                             "cores": [2688, 3840, 20], "peak_gbps": [250.0, None, 140.8]})
+    m = load_dataset_dir(tmp_path)
+    assert m.device_feature_names == ["cores", "peak_gbps"]
+    assert m.metadata_names == ["vendor", "kind", "arch", "foo"]
+    assert m.device_metadata("arch") == {"d0": "kepler", "d1": "gcn", "d2": "cascade_lake"}
+    assert m.device_metadata("foo") == {"d0": "1", "d1": "x", "d2": None}
+    assert m.device_metadata("no_such_column") is None
+    assert (m.devices["arch"] == "kepler").sum() == 1        # holding out a family by its arch
+    data = TransferData.from_measurements(m)
+    assert data.device_features == ["cores", "peak_gbps"] and data.D.shape == (3, 2)
+    with pytest.raises(ValueError, match="numeric device feature, not metadata"):
+        m.device_metadata("cores")
+    with pytest.raises(ValueError, match=r"\['arch'\] are metadata"):
+        TransferData.from_measurements(m, device_features=["cores", "arch"])
+
+
+def test_a_numeric_column_with_empty_cells_stays_numeric(tmp_path):
+    write_dataset(tmp_path, {"kind": ["gpu", "gpu", "gpu"], "l2_cache_kb": ["1536", "", "4096"],
+                             "empty": ["", "", ""]})
+    m = load_dataset_dir(tmp_path)
+    assert m.metadata_names == ["kind"]
+    assert m.devices["l2_cache_kb"].dtype == float and np.isnan(m.devices.loc["d1", "l2_cache_kb"])
+    assert m.devices.loc["d2", "l2_cache_kb"] == 4096.0
+    assert "l2_cache_kb" in TransferData.from_measurements(m).device_features
+
+
+@pytest.mark.dataset
+def test_the_shared_spmv_devices_keep_their_architecture(spmv_dataset):
+    m = load_dataset_dir(spmv_dataset)
+    assert {"vendor", "kind", "arch"} <= set(m.metadata_names)
+    assert m.device_metadata("arch")["tesla_k20xm"] == "kepler"
+    assert "arch" not in TransferData.from_measurements(m).device_features
