@@ -101,10 +101,14 @@ def cmd_tune_from_source(args):
                              sources=_split(args.sources), target=args.target, target_features=target_features,
                              profiling_based_dfs=args.p_dfs, search_based_dfs=args.cv_dfs, k=args.k,
                              max_subset_size=args.max_subset_size, selection=args.selection,
-                             n_jobs=args.n_jobs, progress=not args.json)
+                             n_jobs=args.n_jobs, progress=not args.json, keep_variants=_split(args.variants))
     p = model.provenance
-    _emit(args, p, f"model of {args.computation!r} for {p['target']} from {len(p['sources'])} sources "
-                   f"({', '.join(p['sources'])}); device features: {', '.join(p['device_features'])}")
+    lines = [f"model of {args.computation!r} for {p['target']} from {len(p['sources'])} sources "
+             f"({', '.join(p['sources'])}); device features: {', '.join(p['device_features'])}",
+             f"variants: {', '.join(p['variants'])}"]
+    lines += [f"left out variant {v}: {why}" for v, why in p["variants_left_out"].items()]
+    lines += [f"left out source {s}: {why}" for s, why in p["sources_left_out"].items()]
+    _emit(args, p, "\n".join(lines))
 
 
 def cmd_explain(args):
@@ -207,8 +211,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("tune-from-source", parents=[common], help="build a target's model from source devices in the store")
     p.add_argument("computation")
     p.add_argument("--target", help="target device id (default: this machine)")
-    p.add_argument("--sources", help="comma-separated source devices (default: all others)")
-    p.add_argument("--target-features", metavar="JSON", help="file with the target's device features {name: value}")
+    p.add_argument("--sources", help="comma-separated source devices (default: all others; only those of the "
+                   "target's kind when the store knows it and at least three share it)")
+    p.add_argument("--variants", help="comma-separated variants the model chooses among "
+                   "(default: those timed on every source)")
+    p.add_argument("--target-features", metavar="JSON", help="file with the target's device features {name: value}; "
+                   "text values such as \"kind\": \"gpu\" are metadata")
     p.add_argument("--cv-dfs", action="store_true", help="search-based device-feature selection")
     p.add_argument("--p-dfs", action="store_true", help="profile-based device-feature selection")
     p.add_argument("--selection", choices=["ensemble", "frequency"], default="ensemble")

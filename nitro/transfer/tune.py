@@ -13,6 +13,7 @@ from ..measurement import TrainingRow
 from ..search import budget_count
 from ..model import SelectorModel
 from ..store import Store
+from .coverage import choose_variants, sources_of_kind
 from .cvdfs import cv_dfs
 from .data import TransferData, stack_times
 from .fewshot import corrected_expansion, pick_inputs
@@ -25,15 +26,48 @@ def _device_frame(records: dict[str, dict]) -> pd.DataFrame:
     return pd.DataFrame({d: devices_mod.feature_values(r) for d, r in records.items()}).T
 
 
+def _target_metadata(store: Store, target: str, target_features) -> dict[str, str]:
+    """The target's metadata: the text values of ``target_features`` (``{"kind": "gpu"}``),
+    else the store's, else ``kind: cpu`` for this machine's CPU, which is described here."""
+    if target_features is not None:
+        return {n: v for n, v in dict(target_features).items() if isinstance(v, str)}
+    if store.device(target, missing_ok=True) is not None:
+        return store.device_metadata(target)
+    return {"kind": "cpu"}
+
+
+def _target_record(store: Store, target: str, target_features) -> dict:
+    """The target's feature record: the numbers of ``target_features``, else the store's
+    record, else this machine's CPU described (and measured) here."""
+    if target_features is not None:
+        return {n: {"value": float(v)} for n, v in dict(target_features).items() if not isinstance(v, str)}
+    return store.device(target, missing_ok=True) or devices_mod.describe()
+
+
+def _default_sources(store: Store, name: str, target: str, target_meta: dict) -> tuple[list[str], dict]:
+    """Every other device with rows, narrowed to the target's kind when enough share it."""
+    candidates = [d for d in store.devices(name) if d != target]
+    kinds = {d: store.device_metadata(d).get("kind") for d in candidates}
+    kinds[target] = target_meta.get("kind")
+    return sources_of_kind(kinds, target, candidates)
+
+
 def tune_from_source(store: Store, name: str, variants: list[str], features: list[str], sources=None,
                      target: str | None = None, target_features=None,
                      profiling_based_dfs: bool = False, search_based_dfs: bool = False,
                      k: int = 1, max_subset_size: int = 3, selection: str = "ensemble",
                      n_jobs: int | None = None, progress: bool = True, learner=None,
                      target_budget: int | float | None = None,
-                     measure_target: Callable[[list[str]], list[TrainingRow]] | None = None) -> SelectorModel:
+                     measure_target: Callable[[list[str]], list[TrainingRow]] | None = None,
+                     keep_variants=None) -> SelectorModel:
     """Build (and store) computation ``name``'s model for ``target`` (default: this device)
     from every source device's training rows and device features in ``store``.
+
+    Default sources are the other devices with rows; when the device metadata ``kind`` is
+    known for the target and at least three of them share it, only those. The model chooses
+    among ``keep_variants``, by default the variants timed on every source
+    (:func:`nitro.transfer.coverage.choose_variants`); its provenance names the variants and
+    sources left out and why (``variants_left_out``, ``sources_left_out``).
 
     ``learner`` (a selector or its name in :data:`nitro.learn.SELECTORS`) replaces the
     Kronecker KRR: it is fitted on the sources' rows ``[input ∘ selected device features]``
@@ -49,7 +83,8 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
                          f"{meta['features']}, not {list(variants)} and {list(features)}")
     target = target or devices_mod.current_device_id()
     recorded = store.devices(name)
-    sources = list(sources) if sources else [d for d in recorded if d != target]
+    target_meta = _target_metadata(store, target, target_features)
+    sources, sources_left_out = (list(sources), {}) if sources else _default_sources(store, name, target, target_meta)
     missing = [s for s in sources if s not in recorded]
     if missing:
         raise ValueError(f"{name}: no training rows for source devices {missing}; recorded: {recorded}")
@@ -57,14 +92,14 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
         raise ValueError(f"{name}: the target {target!r} cannot also be a source")
     if not sources:
         raise ValueError(f"{name}: no source device has training rows in the store")
-    records = {s: store.device(s) for s in sources}
-    if target_features is not None:
-        records[target] = {n: {"value": float(v)} for n, v in dict(target_features).items()}
-    else:
-        records[target] = store.device(target, missing_ok=True) or devices_mod.describe()
+    records = {**{s: store.device(s) for s in sources}, target: _target_record(store, target, target_features)}
     m = Measurements.from_rows({s: store.rows(name, s) for s in sources}, list(variants),
                                list(features), devices=_device_frame(records))
-    data = TransferData.from_measurements(m, devices=sources + [target])
+    try:
+        choice = choose_variants(m, sources, keep_variants)
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from None
+    data = TransferData.from_measurements(m, devices=sources + [target], variants=choice.variants)
     t = data.device_index(target)
     prep = Prepared.build(data, sources, np.arange(len(data.inputs)), extra_devices=[target])
     candidates = [data.device_features[j] for j in prep.features]
@@ -72,7 +107,8 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
         raise ValueError(f"{name}: no device feature is known on every source and on {target!r}")
     pdfs, sdfs = profiling_based_dfs, search_based_dfs
     provenance = {"method": "tune_from_source", "target": target, "sources": sources,
-                  "n_training_rows": int(len(prep.train) * len(sources))}
+                  "sources_left_out": sources_left_out, "variants": choice.variants,
+                  "variants_left_out": choice.left_out, "n_training_rows": int(len(prep.train) * len(sources))}
     if pdfs:
         proxy, variant = {}, {}
         for s in sources:
@@ -94,7 +130,7 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
     if learner is not None:
         if target_budget is not None:
             raise ValueError("target_budget corrects the default Kronecker KRR model; it cannot be combined with learner=")
-        return _fit_learner(store, name, learner, data, prep, t, used, variants, features, provenance)
+        return _fit_learner(store, name, learner, data, prep, t, used, features, provenance)
     cols = [[data.device_features.index(f) for f in s] for s in subsets]
     _, beta, mu = transfer_scores(prep, t, cols)
     provenance.update(device_features=used, subsets=subsets,
@@ -129,7 +165,7 @@ def _few_shot(store, name, prep, t, beta, mu, budget, measure_target):
     return centers, weights, {"inputs": [i for i, good in zip(ids, ok) if good], "lambda": lam}
 
 
-def _fit_learner(store, name, learner, data, prep, t, used, variants, features, provenance) -> SelectorModel:
+def _fit_learner(store, name, learner, data, prep, t, used, features, provenance) -> SelectorModel:
     from ..learn import fit_selector, make_selector
     learner = make_selector(learner) if isinstance(learner, str) else learner
     cols = [data.device_features.index(f) for f in used]
@@ -138,6 +174,6 @@ def _fit_learner(store, name, learner, data, prep, t, used, variants, features, 
     target_values = {f: float(data.D[t, c]) for f, c in zip(used, cols)}
     provenance.update(device_features=used, target_features=target_values, learner=type(est).__name__)
     model = SelectorModel.from_estimator(est, list(features), device_features=target_values,
-                                         variants=list(variants), provenance=provenance)
+                                         variants=list(data.variants), provenance=provenance)
     store.put_model(name, data.devices[t], model.to_dict())
     return model
