@@ -7,7 +7,6 @@ from collections import Counter
 from typing import Any, Iterable, Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from . import devices as devices_mod
 from .dispatch import feature_vector
@@ -15,6 +14,7 @@ from .learn import SVMSelector, fit_selector, make_selector
 from .measurement import TimingPolicy, TrainingRow, measure_variants
 from .model import SelectorModel
 from .metrics import fraction_of_optimum
+from .progress import progress_bar
 from .search import PLATEAU_QUALITY, EarlyStopping, budget_count, margins, prior_order, spread_indices
 from .store import Store
 from .variant import CodeVariant
@@ -97,7 +97,7 @@ class Autotuner:
         rows = [recorded[i] for i in ids if i in recorded]
         best_counts = self._best_counts.setdefault(cv.name, Counter())   # kept across calls (batches)
         best_counts.update(r.best for r in rows)
-        for iid, args in tqdm(todo, desc=f"measuring {cv.name}", unit="input", disable=not self.progress):
+        for iid, args in progress_bar(todo, desc=f"measuring {cv.name}", unit="input", enabled=self.progress):
             feats = feature_vector(cv.feature_names, cv.compute_features(*args), f"{cv.name}, input {iid}: ")
             reference = cv.reference(*args) if cv.reference is not None else None
             order = prior_order(cv.variant_names, best_counts) if early_stopping is not None else None
@@ -235,7 +235,7 @@ class Autotuner:
         """Build each code variant's model for this (or ``target=``) device from the source
         devices' data in the store (the paper's Listing 2). Keyword arguments: ``sources``,
         ``target``, ``target_features``, ``profiling_based_dfs``, ``search_based_dfs``, ``k``,
-        ``max_subset_size``, ``selection``, ``n_jobs`` (see
+        ``max_subset_size``, ``selection``, ``n_jobs``, ``keep_variants`` (see
         :func:`nitro.transfer.tune.tune_from_source`). With ``target_budget`` (few-shot), that
         many representative training inputs (set with :meth:`set_training_args`, same ids as
         on the sources) are measured here and recorded for this device first."""

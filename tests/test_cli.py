@@ -55,6 +55,21 @@ def test_demo_runs_end_to_end_on_the_embedded_store(capsys):
     assert r["dispatch_example"]["correct"] and "embedded store" in r["store"]
 
 
+def test_progress_is_not_written_to_a_file(tmp_path):
+    """With stderr sent to a file, measuring prints no progress bar (it would write a line
+    per redraw); the result still goes to stdout."""
+    import os
+    import subprocess
+    import sys
+    env = {**os.environ, "NITRO_DATA_DIR": str(tmp_path / "store")}
+    with open(tmp_path / "err.txt", "w") as err:
+        done = subprocess.run([sys.executable, "-m", "nitro.cli", "demo", "--train", "6", "--test", "3"],
+                              stdout=subprocess.PIPE, stderr=err, env=env, text=True, timeout=300)
+    assert done.returncode == 0 and "histogram" in done.stdout
+    log = (tmp_path / "err.txt").read_text()
+    assert "measuring" not in log and "\r" not in log and "it/s" not in log and "input/s" not in log
+
+
 def test_bench_training_json_totals_its_draws(capsys):
     assert main(["bench", "training", "--json", "--train", "8", "--test", "4", "--repeats", "2", "--budget", "0.5"]) == 0
     r = json.loads(capsys.readouterr().out)
