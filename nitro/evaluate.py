@@ -1,4 +1,5 @@
-"""Leave-one-device-out evaluation of cross-device variant selection on a measurement table.
+"""Leave-one-device-out (or leave-one-family-out) evaluation of cross-device variant selection
+on a measurement table.
 
 For every target device, everything is trained on the other devices' training inputs and
 scored on the target's test inputs by the mean of ``t_best / t_selected`` (% of the
@@ -9,6 +10,12 @@ kinds are reported separately as cross-kind targets with the whole group as sour
 ``best_source_hindsight`` is a ceiling, not a method: the target's test inputs run the
 variant that was truly fastest on one source, the best source picked with the target's own
 results. Where it is low, the sources do not predict the target well, whatever the learner.
+
+``holdout_by``: ``"device"`` (default) holds out one device at a time; a metadata column of
+``devices.csv`` (``arch``) holds out every device of the target's family, so that the sources
+are the other families only — the case of a new architecture, which leave-one-device-out
+flatters (a target's sibling is always a source). The CV-DFS model's predicted quality
+(:mod:`nitro.transfer.confidence`) is reported beside its measured quality.
 """
 from __future__ import annotations
 
@@ -20,7 +27,9 @@ from .dataset import Measurements
 from .learn import SELECTORS, SVMSelector, fit_selector
 from .metrics import fraction_of_optimum, random_fraction
 from .transfer.analysis import architecture_sensitivity, best_variant_histogram, device_cosine_similarity
+from .transfer.confidence import estimate_quality
 from .transfer.cvdfs import cv_dfs
+from .transfer.coverage import common_variants
 from .transfer.data import TransferData, stack_sources
 from .learn.kron import fraction_targets, rbf
 from .transfer.fewshot import corrected_expansion, pick_inputs
@@ -51,9 +60,15 @@ def _groups(m: Measurements, devices: list[str]) -> tuple[list[str], list[str]]:
     return [d for d in devices if kinds[d] == main], [d for d in devices if kinds[d] != main]
 
 
-def _common_variants(m: Measurements, devices: list[str]) -> list[str]:
-    counts = m.times[m.times.index.get_level_values(0).isin(devices)].notna().groupby(level=0).sum()
-    return [v for v in m.variants if (counts[v] > 0).all()]
+def holdout_families(m: Measurements, holdout_by: str) -> dict[str, str]:
+    """Device → the family held out with it: itself for ``"device"``, else the value of the
+    metadata column ``holdout_by`` (a device without one is a family of its own)."""
+    if holdout_by == "device":
+        return {}
+    if holdout_by not in m.metadata_names:
+        raise ValueError(f"--holdout-by {holdout_by!r}: devices.csv has no such metadata column; "
+                         f"known: {['device'] + list(m.metadata_names)}")
+    return {d: v for d, v in m.device_metadata(holdout_by).items() if v is not None}
 
 
 def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, seed: int = 0):
@@ -64,7 +79,7 @@ def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, 
     main, others = _groups(m, devices)
     if len(main) < 4:
         raise ValueError(f"leave-one-device-out needs at least 4 devices of one kind, got {main}")
-    variants = list(variants) if variants else _common_variants(m, main)
+    variants = list(variants) if variants else common_variants(m, main)
     if len(variants) < 2:
         raise ValueError(f"fewer than two variants are measured on every device: {variants}")
     m = m.restrict(devices=main + others, variants=variants, complete=False)
@@ -81,7 +96,7 @@ def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, 
 
 def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.5, seed: int = 0,
              methods=None, max_size: int = 3, k: int = 1, n_jobs: int | None = None,
-             progress: bool = False, cross_features: str = "cvdfs") -> dict:
+             progress: bool = False, cross_features: str = "cvdfs", holdout_by: str = "device") -> dict:
     """Evaluate every method with each device of the main group as the target (see module doc).
     Methods named after selectors (``svm``, ``regression``, ... in :data:`nitro.learn.SELECTORS`)
     are compared side by side on- and cross-device (:mod:`nitro.comparison`)."""
@@ -91,8 +106,10 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
         raise ValueError(f"unknown methods {sorted(unknown)}; known: {METHODS} and the selectors {list(SELECTORS)}")
     selectors = [n for n in methods if n in SELECTORS and n not in METHODS]
     methods = [n for n in methods if n in METHODS]
+    family = holdout_families(m, holdout_by)
     data, idx, others, train, test = split(m, variants, devices, test_size, seed)
     main, variants = [data.devices[i] for i in idx], data.variants
+    group = {i: family.get(data.devices[i], data.devices[i]) for i in range(len(data.devices))}
 
     on_device = {}
     if {"majority", "trained_on_target"} & set(methods):
@@ -102,6 +119,8 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
                             if timed else None)
 
     def run_target(t: int, sources: list[int]) -> tuple[dict, dict]:
+        # a target whose family no source shares: CV-DFS validates without each source's family
+        inner = {s: group[s] for s in sources} if group[t] not in {group[s] for s in sources} else None
         times = data.times[t, test]
         ok = np.isfinite(times).any(axis=1)
         times, test_t = times[ok], test[ok]
@@ -129,13 +148,16 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
                 pick["full_set"] = scores.argmax(axis=1)
             for name, selection in (("cvdfs", "ensemble"), ("cvdfs_frequency", "frequency")):
                 if name in methods or (name == "cvdfs" and "few_shot" in methods):
-                    r = cv_dfs(prep, max_size=max_size, k=k, selection=selection, n_jobs=n_jobs, progress=progress)
+                    r = cv_dfs(prep, max_size=max_size, k=k, selection=selection, n_jobs=n_jobs, progress=progress,
+                               groups=inner)
                     cols = [[data.device_features.index(f) for f in s] for s in r.subsets]
                     scores, beta, mu = transfer_scores(prep, t, cols, inputs=test_t)
                     if name in methods:
                         pick[name] = scores.argmax(axis=1)
                     info[name] = {"features": r.features, "n_subsets": len(r.subsets), "seconds": r.seconds,
-                                  "frequencies": r.frequencies}
+                                  "frequencies": r.frequencies, "held_out": r.held_out,
+                                  "confidence": estimate_quality(scores, r.held_out, prep.D[:, prep.features],
+                                                                 sources, t, data.devices)}
             if "few_shot" in methods:   # corrects the CV-DFS ensemble with target timings
                 for b in FEW_SHOT_BUDGETS:
                     picks = prep.train[pick_inputs(prep.grid.X, max(1, round(b * len(prep.train))))]
@@ -156,7 +178,11 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
                                        max_size=max_size, n_jobs=n_jobs, progress=progress)
     targets, details = {}, {}
     for t in idx:
-        targets[data.devices[t]], details[data.devices[t]] = run_target(t, [s for s in idx if s != t])
+        sources = [s for s in idx if group[s] != group[t]]
+        if len(sources) < 3:
+            raise ValueError(f"holding out {holdout_by} {group[t]!r} leaves {len(sources)} source devices; "
+                             "cross-device methods need at least 3")
+        targets[data.devices[t]], details[data.devices[t]] = run_target(t, sources)
     cross = {}
     for o in others:
         t = data.device_index(o)
@@ -169,8 +195,12 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
     main_data = idx
     sub = TransferData(data.inputs, data.input_features, data.X, [data.devices[i] for i in main_data],
                        data.device_features, data.D[main_data], data.variants, data.times[main_data])
+    predicted = {d: 100.0 * v["cvdfs"]["confidence"]["predicted_quality"]
+                 for d, v in details.items() if "confidence" in v.get("cvdfs", {})}
+    measured = {d: res["cvdfs"] for d, res in {**targets, **cross}.items() if "cvdfs" in res}
     return {
-        "variants": variants, "devices": main, "cross_kind_devices": others,
+        "variants": variants, "devices": main, "cross_kind_devices": others, "holdout_by": holdout_by,
+        "families": {data.devices[i]: group[i] for i in idx} if holdout_by != "device" else {},
         "n_train": int(len(train)), "n_test": int(len(test)), "seed": seed,
         "methods": {name: LABELS[name] for name in shown},
         "targets": targets,
@@ -178,6 +208,11 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
         "min": {n: float(np.min(v)) for n, v in table.items() if v},
         "cross_kind": cross,
         "details": details,
+        "calibration": {
+            "predicted": predicted, "measured": measured,
+            "within_3_points": sum(abs(predicted[d] - measured[d]) <= 3.0 for d in predicted if d in targets),
+            "targets": len([d for d in predicted if d in targets]),
+        } if predicted else {},
         "analysis": {
             "best_variant_counts": best_variant_histogram(sub, analysis_inputs),
             "architecture_sensitivity": architecture_sensitivity(sub, analysis_inputs),
@@ -196,16 +231,29 @@ def format_evaluation(r: dict) -> str:
         return format_comparison(r["comparison"]) + f"\ntotal {r['seconds']:.0f} s"
     devs = list(r["targets"]) + list(r["cross_kind"])
     width = max(len(LABELS[n]) for n in names) + 2
-    head = "".join(f"{d[-9:]:>10}" for d in devs)
-    lines = [f"leave-one-device-out: {len(r['devices'])} devices, variants {', '.join(r['variants'])}, "
+    col = max(9, *(len(d) for d in devs)) + 1            # whole device names, never cut
+    head = "".join(f"{d:>{col}}" for d in devs)
+    family = r.get("holdout_by", "device")
+    protocol = ("leave-one-device-out" if family == "device" else
+                f"leave-one-{family}-out (all devices of the target's {family} held out: "
+                + ", ".join(f"{d}={f}" for d, f in r["families"].items()) + ")")
+    lines = [f"{protocol}: {len(r['devices'])} devices, variants {', '.join(r['variants'])}, "
              f"{r['n_train']} training / {r['n_test']} test inputs (seed {r['seed']})",
              f"% of exhaustive optimum on the held-out device; {', '.join(r['cross_kind'])} "
              f"{'is' if len(r['cross_kind']) == 1 else 'are'} cross-kind targets (not in mean/min)" if r["cross_kind"] else
              "% of exhaustive optimum on the held-out device",
              "", f"{'method':<{width}}{head}{'mean':>8}{'min':>8}"]
     for n in names:
-        vals = "".join(f"{r['targets'].get(d, r['cross_kind'].get(d, {})).get(n, float('nan')):>10.1f}" for d in devs)
+        vals = "".join(f"{r['targets'].get(d, r['cross_kind'].get(d, {})).get(n, float('nan')):>{col}.1f}" for d in devs)
         lines.append(f"{LABELS[n]:<{width}}{vals}{r['mean'].get(n, float('nan')):>8.1f}{r['min'].get(n, float('nan')):>8.1f}")
+    cal = r.get("calibration")
+    if cal:
+        pred = [cal["predicted"].get(d, float("nan")) for d in devs]
+        lines.append(f"{'predicted (CV-DFS estimate)':<{width}}" + "".join(f"{v:>{col}.1f}" for v in pred))
+        low = [d for d in devs if r["details"].get(d, {}).get("cvdfs", {}).get("confidence", {}).get("level") == "low"]
+        lines.append(f"\ncalibration: predicted within 3 points of measured on {cal['within_3_points']} of "
+                     f"{cal['targets']} targets; estimate 'low' (few-shot or refining mode advised) on: "
+                     f"{', '.join(low) or 'none'}")
     secs = [v["cvdfs"]["seconds"] for v in r["details"].values() if "cvdfs" in v]
     if secs:
         lines.append(f"\nCV-DFS wall time per target: mean {np.mean(secs):.1f} s, max {np.max(secs):.1f} s")

@@ -66,10 +66,20 @@ class KronKRRGrid:
 
 def device_kernel(D: np.ndarray, sources: list[int], target: int, gamma: float | None = None):
     """RBF kernel among ``sources`` and of ``target`` against them, on device features
-    standardised over the sources."""
+    standardised over the sources.
+
+    Two rules keep a target that lies outside the sources from being extrapolated into
+    nonsense: a feature constant over the sources is left out (the sources cannot show its
+    effect, and its unit would set the target's distance), and the target's row is divided
+    by its largest entry, so that its nearest sources keep their weight however far they are
+    (an RBF row that vanishes would predict the sources' mean fraction, one constant choice
+    for every input)."""
     A = D[sources]
     mean, std = A.mean(axis=0), A.std(axis=0)
-    std = np.where(std > 0, std, 1.0)
-    Z = (D - mean) / std
-    g = gamma if gamma is not None else 1.0 / max(D.shape[1], 1)
-    return rbf(Z[sources], Z[sources], g), rbf(Z[[target]], Z[sources], g)[0]
+    varies = std > 1e-12 * np.maximum(np.abs(mean), 1.0)
+    if not varies.any():       # the sources cannot be told apart: equal weights
+        return np.ones((len(sources), len(sources))), np.ones(len(sources))
+    Z = (D[:, varies] - mean[varies]) / std[varies]
+    g = gamma if gamma is not None else 1.0 / int(varies.sum())
+    d2 = ((Z[sources] - Z[target]) ** 2).sum(axis=1)
+    return rbf(Z[sources], Z[sources], g), np.exp(-g * (d2 - d2.min()))

@@ -26,13 +26,14 @@ import itertools
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Mapping
 
 import numpy as np
 from joblib import Parallel, delayed
-from tqdm.auto import tqdm
 
 from ..learn.kron import device_kernel
 from ..metrics import fraction_of_optimum
+from ..progress import progress_bar
 from .prepare import Prepared
 
 LAMBDA = 1.0
@@ -47,6 +48,7 @@ class CVDFSResult:
     scores: dict[str, float]                 # temporary target -> its best subset's score
     models_trained: int
     seconds: float
+    held_out: dict[str, dict] = field(default_factory=dict)  # source -> selected model's quality, self-estimate
     settings: dict = field(default_factory=dict)
 
 
@@ -54,21 +56,50 @@ def subsets_upto(items: list, max_size: int) -> list[tuple]:
     return [s for size in range(1, max_size + 1) for s in itertools.combinations(items, size)]
 
 
-def _score_all(prep: Prepared, temp: int, candidates: list[tuple], lam: float) -> np.ndarray:
+def held_out_sources(prep: Prepared, temp: int, groups: Mapping[int, str] | None) -> list[int]:
+    """The sources a temporary target is predicted from: all others, less (with ``groups``)
+    those of its own group, so that a target from a family no source shares is validated
+    the way it will be used; at least two are kept."""
     rest = [s for s in prep.sources if s != temp]
-    times = prep.data.times[temp, prep.train]
-    out = np.empty(len(candidates))
-    for j, subset in enumerate(candidates):
-        Kd, kd = device_kernel(prep.D[:, list(subset)], rest, temp)
-        pred = prep.grid.predict_train(*prep.grid.dual(rest, Kd, kd, lam))
-        out[j] = fraction_of_optimum(times, pred.argmax(axis=1))
+    if groups is None:
+        return rest
+    other = [s for s in rest if groups.get(s, s) != groups.get(temp, temp)]
+    return other if len(other) >= 2 else rest
+
+
+def predict_held_out(prep: Prepared, temp: int, subsets: list[tuple], lam: float, groups=None) -> np.ndarray:
+    """Predicted fractions of the optimum (training inputs × variants) on source ``temp`` by
+    the mean of the ``subsets``' models trained without it (and without its group)."""
+    rest = held_out_sources(prep, temp, groups)
+    preds = [prep.grid.predict_train(*prep.grid.dual(rest, *device_kernel(prep.D[:, list(sub)], rest, temp), lam))
+             for sub in subsets]
+    return np.mean(preds, axis=0)
+
+
+def held_out_results(prep: Prepared, subsets: list[tuple], lam: float = LAMBDA, groups=None) -> dict[str, dict]:
+    """Per source, the quality (fraction of the optimum) and self-estimate (mean best score)
+    of the ``subsets``' model fitted without it: how well it transfers to devices it has not seen."""
+    out = {}
+    for t in prep.sources:
+        pred = predict_held_out(prep, t, subsets, lam, groups)
+        out[prep.data.devices[t]] = {
+            "quality": fraction_of_optimum(prep.data.times[t, prep.train], pred.argmax(axis=1)),
+            "expected": float(np.clip(pred.max(axis=1), 0.0, 1.0).mean())}
     return out
+
+
+def _score_all(prep: Prepared, temp: int, candidates: list[tuple], lam: float, groups) -> np.ndarray:
+    times = prep.data.times[temp, prep.train]
+    return np.array([fraction_of_optimum(times, predict_held_out(prep, temp, [subset], lam, groups).argmax(axis=1))
+                     for subset in candidates])
 
 
 def cv_dfs(prep: Prepared, candidates=None, max_size: int = 3, k: int = 1, selection: str = "ensemble",
            n_ensemble: int | None = None, ensemble_fraction: float = 0.1, lam: float = LAMBDA, n_jobs: int | None = None,
-           progress: bool = True) -> CVDFSResult:
-    """Select device features for a target from ``prep.sources`` (see module docstring)."""
+           progress: bool = True, groups: Mapping[int, str] | None = None) -> CVDFSResult:
+    """Select device features for a target from ``prep.sources`` (see module docstring).
+    ``groups`` (source index → family): each temporary target is then predicted without the
+    sources of its family (use it when the real target's family is not among the sources)."""
     start = time.perf_counter()
     data = prep.data
     if len(prep.sources) < 3:
@@ -83,9 +114,9 @@ def cv_dfs(prep: Prepared, candidates=None, max_size: int = 3, k: int = 1, selec
     if not cols:
         raise ValueError("no candidate device feature is known on every device involved")
     cand = subsets_upto(cols, min(max_size, len(cols)))
-    jobs = (delayed(_score_all)(prep, t, cand, lam) for t in prep.sources)
-    rows = list(tqdm(Parallel(n_jobs=n_jobs, prefer="threads", return_as="generator")(jobs),
-                     total=len(prep.sources), desc="CV-DFS", unit="source", disable=not progress))
+    jobs = (delayed(_score_all)(prep, t, cand, lam, groups) for t in prep.sources)
+    rows = list(progress_bar(Parallel(n_jobs=n_jobs, prefer="threads", return_as="generator")(jobs),
+                             total=len(prep.sources), desc="CV-DFS", unit="source", enabled=progress))
     S = np.array(rows)                              # (temporary targets, subsets)
     freq: Counter = Counter()
     best_subsets, best_scores = {}, {}
@@ -103,11 +134,12 @@ def cv_dfs(prep: Prepared, candidates=None, max_size: int = 3, k: int = 1, selec
         n_ensemble = n_ensemble or max(1, int(np.ceil(ensemble_fraction * len(cand))))
         used = [cand[j] for j in np.argsort(-mean, kind="stable")[:n_ensemble]]
     kept = sorted({c for s in used for c in s})
+    held_out = held_out_results(prep, used, lam, groups)
     return CVDFSResult(
         features=[data.device_features[c] for c in kept],
         subsets=[[data.device_features[c] for c in s] for s in used],
         frequencies={data.device_features[c]: n for c, n in freq.items()},
-        best_subsets=best_subsets, scores=best_scores, models_trained=S.size,
+        best_subsets=best_subsets, scores=best_scores, models_trained=S.size, held_out=held_out,
         seconds=time.perf_counter() - start,
         settings={"max_size": max_size, "k": k, "selection": selection, "n_ensemble": n_ensemble,
-                  "lambda": lam, "candidates": len(cols)})
+                  "lambda": lam, "candidates": len(cols), "grouped": groups is not None})

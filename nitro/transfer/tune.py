@@ -14,7 +14,8 @@ from ..search import budget_count
 from ..model import SelectorModel
 from ..store import Store
 from .coverage import choose_variants, sources_of_kind
-from .cvdfs import cv_dfs
+from .confidence import estimate_quality
+from .cvdfs import cv_dfs, held_out_results
 from .data import TransferData, stack_times
 from .fewshot import corrected_expansion, pick_inputs
 from .fit import export_model, transfer_scores
@@ -120,9 +121,12 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
         provenance["p_dfs"] = selected
         candidates = selected
     subsets = [candidates]
+    groups = _new_family_groups(store, sources, target)
+    if groups:
+        provenance["validated_without_family"] = True
     if sdfs:
         result = cv_dfs(prep, candidates, max_size=max_subset_size, k=k, selection=selection,
-                        n_jobs=n_jobs, progress=progress)
+                        n_jobs=n_jobs, progress=progress, groups=groups)
         subsets = result.subsets
         provenance["cv_dfs"] = {"selection": selection, "frequencies": result.frequencies,
                                 "seconds": result.seconds}
@@ -132,7 +136,11 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
             raise ValueError("target_budget corrects the default Kronecker KRR model; it cannot be combined with learner=")
         return _fit_learner(store, name, learner, data, prep, t, used, features, provenance)
     cols = [[data.device_features.index(f) for f in s] for s in subsets]
-    _, beta, mu = transfer_scores(prep, t, cols)
+    scores, beta, mu = transfer_scores(prep, t, cols, inputs=prep.train)
+    held_out = result.held_out if sdfs else held_out_results(prep, [tuple(c) for c in cols], groups=groups)
+    provenance["confidence"] = estimate_quality(scores, held_out, prep.D[:, prep.features], prep.sources, t,
+                                                data.devices)
+    provenance["confidence"]["held_out"] = held_out
     provenance.update(device_features=used, subsets=subsets,
                       target_features={f: float(data.D[t, data.device_features.index(f)]) for f in used})
     centers = None
@@ -142,6 +150,16 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
     model = export_model(prep, beta, mu, list(features), provenance, centers=centers)
     store.put_model(name, target, model.to_dict())
     return model
+
+
+def _new_family_groups(store: Store, sources: list[str], target: str) -> dict[int, str] | None:
+    """Source index → architecture family, when the store's device metadata gives every
+    device's ``arch`` and the target's is not among the sources' (validate as used: without
+    each source's family); ``None`` otherwise."""
+    arch = {d: (store.device_metadata(d) or {}).get("arch") for d in [*sources, target]}
+    if any(a is None for a in arch.values()) or arch[target] in {arch[s] for s in sources}:
+        return None
+    return {i: arch[s] for i, s in enumerate(sources)}
 
 
 def _few_shot(store, name, prep, t, beta, mu, budget, measure_target):

@@ -1,0 +1,68 @@
+"""How good a zero-shot model will be on its target, estimated before the target runs anything.
+
+Two estimates from the data, averaged:
+
+* the model's own: each score is a predicted fraction of the optimum, so the mean over the
+  inputs of the chosen variant's score is what the model expects to reach (it knows where the
+  sources disagree, since their disagreement lowers the best score, but not that the target may
+  behave unlike every source);
+* the held-out sources': the quality the same model reached on each source that it was fitted
+  without (CV-DFS's temporary targets, without their family when the target's family is new),
+  which knows how far transfer falls short between these devices, but not this target.
+
+Neither is enough alone (the first is over-confident on a target unlike its sources, the
+second blind to the target). ``outside`` flags a target farther from its nearest source than
+any source is from its own nearest: zero-shot is then an extrapolation, whatever the estimate.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+LOW = 0.90       # below this predicted fraction, the estimate says "low" and advises measuring
+
+
+def nearest_distances(D: np.ndarray, sources: list[int], target: int) -> tuple[float, float, int]:
+    """Standardised device-feature distance of ``target`` to its nearest source, the largest
+    nearest-neighbour distance among the sources, and the nearest source's index."""
+    A = D[sources]
+    mean, std = A.mean(axis=0), A.std(axis=0)
+    varies = std > 1e-12 * np.maximum(np.abs(mean), 1.0)
+    Z = (D[:, varies] - mean[varies]) / std[varies] if varies.any() else np.zeros((len(D), 1))
+    d_target = np.sqrt(((Z[sources] - Z[target]) ** 2).sum(axis=1))
+    among = np.sqrt(((Z[sources][:, None] - Z[sources][None]) ** 2).sum(axis=2))
+    np.fill_diagonal(among, np.inf)
+    spread = float(among.min(axis=1).max()) if len(sources) > 1 else 0.0
+    return float(d_target.min()), spread, sources[int(d_target.argmin())]
+
+
+def estimate_quality(scores: np.ndarray, held_out: dict[str, dict], D: np.ndarray, sources: list[int],
+                     target: int, device_names: list[str]) -> dict:
+    """The expected fraction of the optimum on the target (see the module docstring) from the
+    model's ``scores`` (inputs × variants) on inputs of the target and CV-DFS's ``held_out``
+    results (``{source: {"quality", "expected"}}``)."""
+    own = float(np.clip(scores.max(axis=1), 0.0, 1.0).mean())
+    qualities = [v["quality"] for v in held_out.values()]
+    sources_q = float(np.mean(qualities)) if qualities else own
+    predicted = 0.5 * (own + sources_q)
+    distance, spread, nearest = nearest_distances(D, sources, target)
+    outside = distance > spread
+    level = "low" if predicted < LOW or outside else "high"
+    return {
+        "predicted_quality": predicted, "self_estimate": own, "held_out_quality": sources_q,
+        "held_out_worst": float(min(qualities)) if qualities else own,
+        "nearest_source": device_names[nearest], "distance": distance, "sources_spread": spread,
+        "outside_sources": bool(outside), "level": level,
+        "advice": ("" if level == "high" else
+                   "zero-shot is uncertain here: time a few inputs on the target (target_budget=0.02, "
+                   "about 2% of the training inputs) or run the code variant in refining mode"),
+    }
+
+
+def per_input(scores: np.ndarray) -> dict[str, np.ndarray]:
+    """Per input: the chosen variant, its predicted fraction of the optimum, the runner-up and
+    the margin between them (small margin: the choice is a near-tie or uncertain)."""
+    order = np.argsort(-scores, axis=1)
+    rows = np.arange(len(scores))
+    best, second = order[:, 0], order[:, 1] if scores.shape[1] > 1 else order[:, 0]
+    return {"choice": best, "expected_fraction": np.clip(scores[rows, best], 0.0, 1.0),
+            "runner_up": second, "margin": scores[rows, best] - scores[rows, second]}
