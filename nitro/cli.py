@@ -85,7 +85,7 @@ def cmd_evaluate(args):
     result = evaluate(load_dataset_dir(args.dataset), variants=_split(args.variants), devices=_split(args.devices),
                       test_size=args.test_size, seed=args.seed, methods=_split(args.methods),
                       max_size=args.max_subset_size, k=args.k, n_jobs=args.n_jobs, progress=not args.json,
-                      cross_features=args.cross_features)
+                      cross_features=args.cross_features, holdout_by=args.holdout_by)
     if args.plot and result["methods"]:      # the selector comparison has no figure yet
         from .plots import plot_evaluation
         result["plots"] = plot_evaluation(result, args.plot)
@@ -108,6 +108,15 @@ def cmd_tune_from_source(args):
              f"variants: {', '.join(p['variants'])}"]
     lines += [f"left out variant {v}: {why}" for v, why in p["variants_left_out"].items()]
     lines += [f"left out source {s}: {why}" for s, why in p["sources_left_out"].items()]
+    c = p.get("confidence")
+    if c:
+        lines.append(f"expected quality on {p['target']}: {100 * c['predicted_quality']:.1f}% of the optimum "
+                     f"(model's own estimate {100 * c['self_estimate']:.1f}, held-out sources "
+                     f"{100 * c['held_out_quality']:.1f}, worst {100 * c['held_out_worst']:.1f}); "
+                     f"nearest source {c['nearest_source']}" + (", outside the sources' device features"
+                                                                if c["outside_sources"] else ""))
+        if c["level"] == "low":
+            lines.append(f"estimate LOW: {c['advice']}")
     _emit(args, p, "\n".join(lines))
 
 
@@ -200,6 +209,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "(svm,regression,costmin,lsq,tree,threshold) are compared side by side")
     p.add_argument("--cross-features", choices=["cvdfs", "all"], default="cvdfs",
                    help="device features of the selectors' cross-device models (default: CV-DFS)")
+    p.add_argument("--holdout-by", default="device", metavar="COLUMN",
+                   help="'device' (default: leave one device out) or a metadata column of devices.csv "
+                        "such as 'arch' (hold out each family: its devices are the targets, the other "
+                        "families the sources)")
     p.add_argument("--test-size", type=float, default=0.5)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--k", type=int, default=1, help="features kept by the k-most-frequent CV-DFS rule")

@@ -25,7 +25,8 @@ def plot_evaluation(result: dict, directory) -> list[str]:
     ax.set_ylabel("% of exhaustive optimum")
     ax.set_ylim(50, 100)
     ax.legend(fontsize=7, ncol=2)
-    ax.set_title("Leave-one-device-out variant selection")
+    family = result.get("holdout_by", "device")
+    ax.set_title(f"Leave-one-{family}-out variant selection")
     fig.tight_layout()
     paths = [str(out / "percent_of_optimum.png")]
     fig.savefig(paths[0], dpi=120)
@@ -46,4 +47,24 @@ def plot_evaluation(result: dict, directory) -> list[str]:
     paths.append(str(out / "best_variant_counts.png"))
     fig.savefig(paths[1], dpi=120)
     plt.close(fig)
+    cal = result.get("calibration")
+    if cal:
+        fig, ax = plt.subplots(figsize=(5, 5))
+        names = [d for d in cal["predicted"] if d in cal["measured"]]
+        x = [cal["predicted"][d] for d in names]
+        y = [cal["measured"][d] for d in names]
+        lo, hi = min(x + y) - 2, max(x + y) + 2
+        ax.fill_between([lo, hi], [lo - 3, hi - 3], [lo + 3, hi + 3], color="0.9", label="±3 points")
+        ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
+        ax.scatter(x, y)
+        for d, a, b in zip(names, x, y):
+            ax.annotate(d, (a, b), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        ax.set_xlabel("predicted % of optimum (before the target runs anything)")
+        ax.set_ylabel("measured % of optimum (CV-DFS zero-shot)")
+        ax.set_title(f"Calibration, leave-one-{family}-out")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        paths.append(str(out / "calibration.png"))
+        fig.savefig(paths[-1], dpi=120)
+        plt.close(fig)
     return paths

@@ -35,3 +35,44 @@ def test_best_source_ceiling_is_the_best_sources_own_fastest_variants():
         T = data.times[t, test]
         manual = max(np.mean(T.min(axis=1) / T[rows, data.times[s, test].argmin(axis=1)]) for s in idx if s != t)
         assert np.isclose(r["targets"][data.devices[t]]["best_source_hindsight"], 100 * manual)
+
+
+def _family_measurements(seed=5):
+    """Six devices in three families of two; in family ``new`` variant ``a`` is best on small
+    inputs, elsewhere ``b`` is best everywhere (a behaviour only that family shows)."""
+    rng = np.random.default_rng(seed)
+    devices = [f"dev{i}" for i in range(6)]
+    family = {"dev0": "old", "dev1": "old", "dev2": "mid", "dev3": "mid", "dev4": "new", "dev5": "new"}
+    inputs = [f"in{i}" for i in range(60)]
+    size = rng.uniform(1, 1000, len(inputs))
+    rows = []
+    for d in devices:
+        for i, s in zip(inputs, size):
+            a = 1.0 if (family[d] == "new" and s < 500) else 2.0
+            rows.append([a * rng.uniform(0.95, 1.05), 1.5 * rng.uniform(0.95, 1.05)])
+    times = pd.DataFrame(rows, columns=["a", "b"],
+                         index=pd.MultiIndex.from_product([devices, inputs], names=["device", "input"]))
+    feats = pd.DataFrame({"size": size}, index=inputs)
+    dev = pd.DataFrame({"cores": [10.0, 12, 40, 44, 80, 88], "arch": [family[d] for d in devices]}, index=devices)
+    return Measurements(times, feats, dev), family
+
+
+def test_holdout_by_family_leaves_the_whole_family_out_of_the_sources():
+    m, family = _family_measurements()
+    r = evaluate(m, methods=["majority", "cvdfs", "trained_on_target"], holdout_by="arch", max_size=1)
+    assert r["holdout_by"] == "arch" and r["families"] == family
+    # a family's behaviour that no source shows cannot be learnt zero-shot, only on the target
+    for d in ("dev4", "dev5"):
+        assert r["targets"][d]["cvdfs"] < 95 <= r["targets"][d]["trained_on_target"]
+    assert r["calibration"]["targets"] == 6
+    for d, c in r["calibration"]["predicted"].items():
+        conf = r["details"][d]["cvdfs"]["confidence"]
+        assert np.isclose(c, 50 * (conf["self_estimate"] + conf["held_out_quality"]))
+    loo = evaluate(m, methods=["cvdfs"], max_size=1)
+    assert loo["targets"]["dev4"]["cvdfs"] > r["targets"]["dev4"]["cvdfs"]   # its sibling helps
+
+
+def test_holdout_by_an_unknown_column_names_the_known_ones():
+    m, _ = _family_measurements()
+    with pytest.raises(ValueError, match="no such metadata column.*arch"):
+        evaluate(m, methods=["cvdfs"], holdout_by="generation")
