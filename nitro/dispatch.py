@@ -29,15 +29,24 @@ class Dispatcher:
 
     Nitro's rule: the model's choice runs unless a constraint excludes it, in which case the
     default runs; if the default is excluded too, that is an error.
+
+    The model and its compiled evaluator are held as one pair, replaced by one assignment:
+    :meth:`set_model` may be called from another thread (refining mode swaps in refitted
+    models) while calls dispatch, and a call sees either the old pair or the new one, never
+    one model's index read against the other's variant list.
     """
 
     def __init__(self, variants: list[str], features: list[str], default: str):
         self.variants, self.features, self.default = variants, features, default
         self.constraints: list[tuple[str, Callable]] = []
-        self.model: SelectorModel | None = None
-        self._predict_one = None
+        self._active: tuple[SelectorModel | None, Callable | None] = (None, None)
+
+    @property
+    def model(self) -> SelectorModel | None:
+        return self._active[0]
 
     def set_model(self, model: SelectorModel | None):
+        """Validate ``model``, build its compiled evaluator, then install both at once."""
         if model is not None:
             unknown = set(model.variants) - set(self.variants)
             if unknown:
@@ -45,8 +54,7 @@ class Dispatcher:
             if model.input_features != self.features:
                 raise ValueError(f"the model was trained on features {model.input_features}, "
                                  f"not {self.features}")
-        self.model = model
-        self._predict_one = model.compiled().predict_one if model is not None else None
+        self._active = (model, model.compiled().predict_one if model is not None else None)
 
     def _check(self, values: list[float]):
         if len(values) != len(self.features):
@@ -58,12 +66,13 @@ class Dispatcher:
         return {variant: self._valid(variant, values) for variant in self.variants}
 
     def choose(self, values: list[float]) -> str:
-        index = self._predict_one(values) if self._predict_one is not None else -1
+        model, predict_one = self._active         # one read: a concurrent set_model cannot tear it
+        index = predict_one(values) if predict_one is not None else -1
         if index >= 0:
-            choice = self.model.variants[index]
+            choice = model.variants[index]
         else:  # no model, or values the compiled path refused: validate (clear errors) and decide
             self._check(values)
-            choice = self.default if self.model is None else self.model.predict([values])[0]
+            choice = self.default if model is None else model.predict([values])[0]
         if self.constraints and not self._valid(choice, values):
             choice = self.default
             if not self._valid(choice, values):

@@ -182,24 +182,30 @@ class SelectorModel:
                 }
         return self._cache
 
-    def predict_index(self, X) -> np.ndarray:
-        """Index into :attr:`variants` for each row of input features ``X`` (n, d_in)."""
+    def scores(self, X) -> np.ndarray:
+        """Scores (n, len(variants)) of each row of input features ``X`` (n, d_in) whose row-wise
+        argmax is the model's choice (ties to the lower index). What a score means depends on the
+        kind: ``kernel``, the predicted fraction of the optimum ``t_best / t_v``; ``svc``, the
+        one-versus-one votes; ``tree``, minus the predicted cost; ``gbt``, the predicted log
+        speed-up; ``linear``, the linear score (negated for ``choose: min``); ``constant`` and
+        ``intervals``, 1 for the chosen variant and 0 elsewhere. The gap between the two highest
+        scores is how sure the model is (refining mode explores where it is small)."""
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        k = len(self.variants)
         if self.kind == "constant":
-            return np.full(X.shape[0], self.params["label"])
+            return np.eye(k)[np.full(X.shape[0], self.params["label"])]
         if self.kind in EXTRA_KINDS:
             if self.device_features:
                 dev = np.asarray(list(self.device_features.values()), dtype=np.float64)
                 X = np.hstack([X, np.broadcast_to(dev, (X.shape[0], dev.size))])
             if self._cache is None:
                 self._cache = _extra_arrays(self.kind, self.params)
-            return _predict_extra(self.kind, self._cache, X, len(self.variants))
+            return _scores_extra(self.kind, self._cache, X, k)
         a = self._arrays()
         if self.kind == "kernel":
             Z = (np.sign(X) * np.log1p(np.abs(X)) - a["mean"]) / a["scale"]
             d2 = (Z * Z).sum(axis=1)[:, None] + a["c_sq"][None, :] - 2.0 * (Z @ a["centers"].T)
-            scores = np.exp(-self.params["gamma"] * np.maximum(d2, 0.0)) @ a["W"] + a["b"]
-            return scores.argmax(axis=1)
+            return np.exp(-self.params["gamma"] * np.maximum(d2, 0.0)) @ a["W"] + a["b"]
         if a["dev"].size:
             X = np.hstack([X, np.broadcast_to(a["dev"], (X.shape[0], a["dev"].size))])
         X = X.copy()
@@ -211,8 +217,11 @@ class SelectorModel:
         # libsvm's one-versus-one vote: a positive decision votes for the pair's first class;
         # argmax breaks ties towards the lower class index, as libsvm does
         pos = dec > 0
-        votes = pos @ a["win_i"] + (~pos) @ a["win_j"]
-        return votes.argmax(axis=1)
+        return pos @ a["win_i"] + (~pos) @ a["win_j"]
+
+    def predict_index(self, X) -> np.ndarray:
+        """Index into :attr:`variants` for each row of input features ``X`` (n, d_in)."""
+        return self.scores(X).argmax(axis=1)
 
     def predict(self, X) -> list[str]:
         return [self.variants[i] for i in self.predict_index(X)]
@@ -333,10 +342,11 @@ def tree_leaves(t: dict, X32: np.ndarray) -> np.ndarray:
         node = np.where(internal, np.where(go_left, left, t["cr"][node]), node)
 
 
-def _predict_extra(kind: str, a: dict, X: np.ndarray, k: int) -> np.ndarray:
+def _scores_extra(kind: str, a: dict, X: np.ndarray, k: int) -> np.ndarray:
+    """Scores (argmax = choice) of the time learners' kinds, see :meth:`SelectorModel.scores`."""
     if kind == "tree":
         X32 = X.astype(np.float32).astype(np.float64)
-        return a["v"][tree_leaves(a, X32)].argmin(axis=1)
+        return -a["v"][tree_leaves(a, X32)]
     if kind == "gbt":
         n = X.shape[0]
         rows = np.hstack([np.repeat(X, k, axis=0), np.tile(a["codes"], (n, 1))])
@@ -356,13 +366,13 @@ def _predict_extra(kind: str, a: dict, X: np.ndarray, k: int) -> np.ndarray:
         # summed in scikit-learn's order: init, then each stage's scaled leaf value
         terms = np.hstack([np.full((m, 1), a["init"]), a["lr"] * a["v"][tree, node]])
         raw = np.add.accumulate(terms, axis=1)[:, -1]
-        return raw.reshape(n, k).argmax(axis=1)
+        return raw.reshape(n, k)
     if kind == "linear":
         Z = X.copy()
         Z[:, a["log"]] = np.log1p(np.maximum(Z[:, a["log"]], 0.0))
         scores = ((Z - a["mean"]) / a["scale"]) @ a["coef"] + a["b"]
-        return scores.argmax(axis=1) if a["choose"] == "max" else scores.argmin(axis=1)
-    return a["labels"][np.searchsorted(a["thr"], X[:, a["feature"]], side="right")]
+        return scores if a["choose"] == "max" else -scores
+    return np.eye(k)[a["labels"][np.searchsorted(a["thr"], X[:, a["feature"]], side="right")]]
 
 
 def _compile_extra(kind: str, a: dict, d: int, dev: np.ndarray):

@@ -70,6 +70,7 @@ class CodeVariant:
         self.device_id: str | None = None
         self.profiling_based_dfs = False
         self.search_based_dfs = False
+        self._refiner = None
 
     @property
     def variant_names(self) -> list[str]:
@@ -106,13 +107,70 @@ class CodeVariant:
         return self._dispatcher.choose(self.compute_features(*args))
 
     def __call__(self, *args) -> Any:
-        choice = self.select(*args)
+        refiner = self._refiner
+        if refiner is not None and refiner.tick():     # refining mode: an integer test first
+            return self._refining_call(refiner, args)
+        return self._run(self.select(*args), args)
+
+    def _run(self, choice: str, args: tuple) -> Any:
         if not self.fallback_on or choice == self.default:
             return self.variants[choice](*args)
         try:
             return self.variants[choice](*args)
         except self.fallback_on:
             return self.variants[self.default](*args)
+
+    def _refining_call(self, refiner, args: tuple) -> Any:
+        """A candidate call of refining mode: explore it if the model is unsure, and return
+        what the plain call would have returned (see :mod:`nitro.refine`)."""
+        from .refine import TimedRun
+        values = self.compute_features(*args)
+        choice = self._dispatcher.choose(values)
+        ex = refiner.maybe_explore(values, choice, TimedRun(self.variants, args))
+        if ex is None:
+            return self._run(choice, args)
+        if choice in ex.results:
+            return ex.results[choice]
+        error = ex.errors[choice]
+        if self.fallback_on and isinstance(error, self.fallback_on) and choice != self.default:
+            if self.default in ex.results:
+                return ex.results[self.default]
+            return self.variants[self.default](*args)
+        raise error
+
+    # -- refining mode ---------------------------------------------------------------------------
+    def refine(self, on: bool | None = True, /, *, store=None, device_id: str | None = None, **options):
+        """Turn refining mode on (or off with ``refine(False)`` / ``refine(None)``): a bounded
+        share of calls on inputs where the model is unsure time the plausible variants, the rows
+        are recorded in ``store`` (a :class:`nitro.Store` or URL; ``None`` keeps them in memory)
+        for ``device_id`` (default: ``self.device_id``, else this machine), and the model is
+        refitted in the background. Options: ``budget`` (0.02), ``candidates`` (2),
+        ``quantile``, ``refit_every``, ``refit``, ... (:class:`nitro.refine.Refiner`).
+        Returns the :class:`~nitro.refine.Refiner` (``stats()``, ``stop()``), or ``None`` when
+        turned off. A previous refiner is stopped first."""
+        if on is not None and not isinstance(on, bool):
+            raise TypeError(f"{self.name}: refine(on) takes True, False or None; give the store as store=")
+        old = self._refiner
+        if old is not None:
+            old.stop()
+        if not on:
+            return None
+        from .refine import Refiner
+        if store is not None and device_id is None:
+            from .devices import current_device_id
+            device_id = self.device_id or current_device_id()
+        self._refiner = Refiner(self._dispatcher, self.name, store=store, device_id=device_id,
+                                on_stop=self._detach, **options)
+        return self._refiner
+
+    @property
+    def refiner(self):
+        """The active :class:`nitro.refine.Refiner`, or ``None``."""
+        return self._refiner
+
+    def _detach(self, refiner) -> None:
+        if self._refiner is refiner:
+            self._refiner = None
 
     def __repr__(self):
         return (f"code_variant({self.name!r}, variants={self.variant_names}, "

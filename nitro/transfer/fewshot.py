@@ -8,13 +8,17 @@ inputs are dense). Correction: kernel ridge regression of the residual (measured
 the optimum minus the zero-shot prediction) on the same input kernel, with λ chosen by
 closed-form leave-one-out error, so that a few noisy points cannot drag the model far. The
 corrected model is still one kernel expansion (the picked inputs become extra centres).
+
+:func:`refine_model` applies the same correction to an exported kernel model with whatever
+target rows production calls timed (refining mode, :mod:`nitro.refine`), rows in which only
+some variants ran.
 """
 from __future__ import annotations
 
 import numpy as np
-from sklearn.cluster import KMeans
 
-from ..learn.kron import rbf
+from ..learn.kron import fraction_targets, rbf, signed_log
+from ..model import SelectorModel
 
 LAMBDAS = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
 
@@ -23,6 +27,7 @@ def pick_inputs(X: np.ndarray, n: int, seed: int = 0) -> np.ndarray:
     """Row indices of ``n`` representative inputs of ``X`` (transformed input features)."""
     if n < 1:
         raise ValueError(f"a target budget must be at least 1 input, got {n}")
+    from sklearn.cluster import KMeans
     n = min(n, len(X))
     km = KMeans(n_clusters=n, n_init=4, random_state=seed).fit(X)
     picked = []
@@ -35,13 +40,16 @@ def pick_inputs(X: np.ndarray, n: int, seed: int = 0) -> np.ndarray:
 
 def residual_fit(Xc: np.ndarray, residual: np.ndarray, gamma: float, lambdas=LAMBDAS) -> tuple[np.ndarray, float]:
     """Weights ``α`` (n, v) so that ``rbf(x, Xc) @ α`` approximates ``residual``; λ by
-    leave-one-out error. Returns ``(α, λ)``."""
-    K = rbf(Xc, Xc, gamma)
+    leave-one-out error. Returns ``(α, λ)``. One eigendecomposition ``K = U S Uᵀ`` serves
+    every λ: ``(K + λI)⁻¹ = U (S + λ)⁻¹ Uᵀ``, so refits with hundreds of rows stay cheap."""
+    s, U = np.linalg.eigh(rbf(Xc, Xc, gamma))
+    s = np.maximum(s, 0.0)
+    UtR = U.T @ residual
+    U2 = U * U
     best = None
     for lam in lambdas:
-        inv = np.linalg.inv(K + lam * np.eye(len(Xc)))
-        alpha = inv @ residual
-        loo = alpha / np.diag(inv)[:, None]           # residual minus its LOO prediction
+        alpha = U @ (UtR / (s + lam)[:, None])
+        loo = alpha / (U2 @ (1.0 / (s + lam)))[:, None]   # residual minus its LOO prediction
         err = float((loo ** 2).sum())
         if best is None or err < best[0]:
             best = (err, alpha, lam)
@@ -55,3 +63,41 @@ def corrected_expansion(centers: np.ndarray, beta: np.ndarray, mu: np.ndarray, g
     zero_shot = rbf(Xc, centers, gamma) @ beta + mu
     alpha, lam = residual_fit(Xc, measured - zero_shot, gamma)
     return np.vstack([centers, Xc]), np.vstack([beta, alpha]), lam
+
+
+def refine_model(base: SelectorModel, feature_rows, times) -> SelectorModel:
+    """``base`` (a ``kernel`` model, e.g. zero-shot from :func:`nitro.transfer.tune.tune_from_source`)
+    corrected with target rows that time only some variants each.
+
+    ``feature_rows`` (n, d): raw input features; ``times`` (n, len(base.variants)) seconds,
+    NaN where a variant did not run and +inf where it ran and failed. The measured fraction of
+    the optimum of a variant that ran is ``t_best_measured / t_v`` (0 for a failure); a variant
+    that did not run keeps the base prediction (zero residual). Rows with fewer than two
+    variants run say nothing about which is faster and are left out (so are rows where every
+    variant that ran failed). The residual is fitted by kernel ridge regression as in
+    :func:`corrected_expansion` (λ by leave-one-out error), so the result is again one kernel
+    expansion, with the rows as extra centres; always from ``base``, so that refitting with
+    more rows never compounds earlier corrections."""
+    if base.kind != "kernel":
+        raise ValueError(f"refine_model corrects kernel models, not {base.kind!r} ones")
+    X = np.atleast_2d(np.asarray(feature_rows, dtype=np.float64))
+    T = np.atleast_2d(np.asarray(times, dtype=np.float64))
+    k = len(base.variants)
+    if X.shape != (T.shape[0], len(base.input_features)) or T.shape[1] != k:
+        raise ValueError(f"refine_model: {X.shape} feature rows and {T.shape} times for a model of "
+                         f"{len(base.input_features)} features and {k} variants")
+    ran = ~np.isnan(T)
+    keep = (ran.sum(axis=1) >= 2) & np.isfinite(T).any(axis=1)
+    if not keep.any():
+        raise ValueError("refine_model: no row has two or more variants run, one of them successfully")
+    X, T, ran = X[keep], T[keep], ran[keep]
+    p = base.params
+    mean, scale, gamma = np.asarray(p["mean"]), np.asarray(p["scale"]), float(p["gamma"])
+    Xc = (signed_log(X) - mean) / scale
+    residual = np.where(ran, fraction_targets(np.where(ran, T, np.inf)) - base.scores(X), 0.0)
+    alpha, lam = residual_fit(Xc, residual, gamma)
+    provenance = {**base.provenance, "refined": {"target_rows": int(len(X)), "lambda": lam}}
+    return SelectorModel(variants=list(base.variants), input_features=list(base.input_features), kind="kernel",
+                         params={**p, "centers": np.vstack([np.asarray(p["centers"]), Xc]).tolist(),
+                                 "weights": np.vstack([np.asarray(p["weights"]), alpha]).tolist()},
+                         device_features=dict(base.device_features), provenance=provenance)

@@ -1,0 +1,418 @@
+"""Refining mode: a code variant that keeps learning on the device it runs on.
+
+A model built elsewhere (``tune_from_source``: other devices' data) is right on most inputs
+of a new device and unsure on some. In refining mode a small, bounded share of production
+calls, those on inputs where the current model is least sure, run the plausible variants
+instead of only the model's choice, each timed once; those timings become target rows,
+are recorded in the store from a background thread, and every ``refit_every`` new rows the
+model is refitted from them, also in the background, and swapped in atomically.
+
+**Which calls explore.** Three steps, cheapest first:
+
+1. An integer counter: only every ``stride``-th call is a *candidate* (``stride`` =
+   ⌊``quantile`` / ``budget``⌋), and only while the budget allows one more explored call.
+   Every other call dispatches exactly as without refining, plus one counter step.
+2. A candidate call is scored by the current model (:meth:`nitro.SelectorModel.scores`) and
+   its *margin* is the gap between the two highest scores among the variants its constraints
+   allow (for a kernel model: between the two highest predicted fractions of the optimum).
+3. It explores when its margin is at most the ``quantile`` of the margins of the last
+   ``window`` candidate calls: the threshold comes from the model's own scores on the inputs
+   it is actually given, not from a constant (during the first ``warmup`` candidates, while
+   there are too few margins to rank, every candidate explores).
+
+The budget is a hard bound: after ``n`` calls at most ``budget·n + 1`` have explored.
+
+**What an explored call runs.** The model's choice and the next ``candidates − 1`` allowed
+variants by score that no earlier call on the same feature values has timed (an input whose
+allowed variants are all timed is not explored again), in a random order (so that no variant always finds the input in cache), each
+timed once with ``perf_counter``. Constraints are obeyed as in dispatch: an excluded variant is
+never run. The call returns what the model's choice returned, as it would have without refining
+(variants are functionally equivalent); a choice that raises is handled as dispatch handles it.
+
+**Recording and refitting.** Rows (:class:`nitro.measurement.TrainingRow`, input id from a hash
+of the feature values, the variants that ran timed, the others missing) go through a bounded
+queue to a writer thread: a call never waits for the store; a full queue drops the row from the
+store (not from the refit data) and a failing store is counted (:meth:`Refiner.stats`). The refit
+runs in another thread on everything explored so far (:func:`default_refit`): a kernel model is
+corrected with :func:`nitro.transfer.fewshot.refine_model`, always from the model refining
+started with; other kinds are refitted as an on-device SVM once ``min_complete`` rows time every
+variant (explore with ``candidates=None`` for that), else left as they are. The new model and its
+compiled evaluator are built completely before one reference is swapped
+(:meth:`nitro.dispatch.Dispatcher.set_model`); a refit that raises is counted and the old model
+stays. scikit-learn is imported by the refit thread only.
+
+The decision core (:meth:`Refiner.tick`, :meth:`Refiner.maybe_explore`) is the same for real
+calls and for the offline replay of recorded timings (:mod:`nitro.online`): only the way a
+variant is run and timed is passed in (:class:`TimedRun` here, recorded times there).
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import math
+import queue
+import random
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from .measurement import TrainingRow
+from .model import SelectorModel
+
+BUDGET = 0.02          # default share of calls that may explore
+QUANTILE = 0.25        # default share of candidate calls judged uncertain
+REFIT_EVERY = 16       # default new target rows between refits
+MIN_COMPLETE = 20      # complete rows before a non-kernel model is refitted as an on-device SVM
+_STOP = object()
+
+
+def feature_id(values: Sequence[float]) -> str:
+    """A row id from an input's feature values (what the model sees of it): inputs with
+    equal features share a row, whose times are merged."""
+    text = ",".join(repr(float(v)) for v in values)
+    return "f" + hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+class TimedRun:
+    """Runs one call's variants: ``run(variant) -> (result, seconds)``, timed once with
+    ``perf_counter`` (the refining mode's way of running a variant on a real call)."""
+
+    __slots__ = ("variants", "args")
+
+    def __init__(self, variants: Mapping[str, Callable], args: tuple):
+        self.variants, self.args = variants, args
+
+    def __call__(self, variant: str) -> tuple[Any, float]:
+        fn = self.variants[variant]
+        start = time.perf_counter()
+        out = fn(*self.args)
+        return out, time.perf_counter() - start
+
+
+@dataclass
+class Exploration:
+    """What one explored call ran: ``results`` and ``times`` of the variants that returned,
+    ``errors`` of those that raised (their time in ``times`` is +inf)."""
+    choice: str
+    candidates: list[str]
+    results: dict[str, Any] = field(default_factory=dict)
+    times: dict[str, float] = field(default_factory=dict)
+    errors: dict[str, BaseException] = field(default_factory=dict)
+
+
+def default_refit(base: SelectorModel, X: np.ndarray, times: np.ndarray,
+                  min_complete: int = MIN_COMPLETE) -> SelectorModel | None:
+    """The refit of refining mode: a new model from ``base`` and the target rows ``X`` (n, d)
+    with ``times`` (n, len(base.variants); NaN = not run, +inf = failed), or ``None`` to keep
+    the current one. Kernel models: :func:`nitro.transfer.fewshot.refine_model`. Other kinds:
+    an on-device SVM (:func:`nitro.learn.fit_selector`) on the rows that time every variant,
+    once there are ``min_complete`` of them with at least two different fastest variants."""
+    if base.kind == "kernel":
+        from .transfer.fewshot import refine_model
+        return refine_model(base, X, times)
+    complete = ~np.isnan(times).any(axis=1) & np.isfinite(times).any(axis=1)
+    if complete.sum() < min_complete:
+        return None
+    T = np.where(np.isfinite(times[complete]), times[complete], np.nan)
+    if len(set(np.nanargmin(T, axis=1).tolist())) < 2:
+        return None
+    from .learn import SVMSelector, fit_selector
+    est = fit_selector(SVMSelector(), X[complete], T)
+    return SelectorModel.from_estimator(est, base.input_features, variants=base.variants, provenance={
+        "method": "refined on-device", "base": base.provenance, "target_rows": int(complete.sum())})
+
+
+class Refiner:
+    """Refining mode of one dispatcher (see the module documentation).
+
+    ``dispatcher``: the code variant's :class:`nitro.dispatch.Dispatcher`, holding the model to
+    refine. ``store``: a :class:`nitro.Store` or URL to record rows in (``None``: kept in
+    memory only), under ``computation`` and ``device_id``. ``budget``: the largest share of
+    calls that explore. ``candidates``: variants an explored call runs (``None``: every allowed
+    one). ``quantile``, ``window``, ``warmup``: the uncertainty rule. ``refit_every``: new rows
+    between refits; ``refit(base, X, times)``: the refit (:func:`default_refit`).
+    ``background=False`` refits synchronously in the calling thread (deterministic replay).
+    """
+
+    def __init__(self, dispatcher, computation: str, *, store=None, device_id: str | None = None,
+                 budget: float = BUDGET, candidates: int | None = 2, quantile: float = QUANTILE,
+                 window: int = 256, warmup: int = 16, refit_every: int = REFIT_EVERY,
+                 refit: Callable | None = None, queue_size: int = 1024, seed: int = 0,
+                 background: bool = True, on_stop: Callable | None = None):
+        if not 0.0 < budget <= 1.0:
+            raise ValueError(f"the exploration budget is a share of calls in (0, 1], got {budget}")
+        if not 0.0 < quantile <= 1.0:
+            raise ValueError(f"quantile is a share of candidate calls in (0, 1], got {quantile}")
+        if candidates is not None and candidates < 2:
+            raise ValueError(f"an explored call compares at least 2 variants, got candidates={candidates}")
+        if refit_every < 1 or window < 1 or warmup < 0 or queue_size < 1:
+            raise ValueError("refit_every, window and queue_size must be positive, warmup not negative")
+        model = dispatcher.model
+        if model is None:
+            raise ValueError(f"{computation}: refining mode refines a model: tune, tune_from_source or "
+                             "load one first")
+        if store is not None and not device_id:
+            raise ValueError(f"{computation}: recording refined rows needs the device id they belong to")
+        self.computation, self.device_id = computation, device_id
+        self.budget, self.candidates, self.quantile = float(budget), candidates, float(quantile)
+        self.warmup, self.refit_every = int(warmup), int(refit_every)
+        self.stride = max(1, math.floor(self.quantile / self.budget))
+        self.base = model
+        self._dispatcher = dispatcher
+        self._refit = refit or default_refit
+        self._on_stop = on_stop
+        self._calls = itertools.count(1)
+        self._lock = threading.Lock()          # the decision: budget, margins, random order
+        self._rows_lock = threading.Lock()     # the refit data
+        self._margins: deque[float] = deque(maxlen=int(window))
+        self._rng = random.Random(seed)
+        self._rows: dict[str, tuple[list[float], dict[str, float], dict[str, str]]] = {}
+        self._since_refit = 0
+        self._refit_lock = threading.Lock()
+        self._stopped = False
+        self.calls = 0
+        self._counts = dict(candidate_calls=0, explored=0, budget_skips=0, rows_recorded=0,
+                            rows_written=0, rows_dropped=0, store_errors=0, refits=0, refits_kept=0,
+                            refit_errors=0)
+        self.explore_seconds = 0.0     # all variant runs of explored calls
+        self.extra_seconds = 0.0       # the part the model's choice alone would not have spent
+        self.last_store_error: str | None = None
+        self.last_refit_error: str | None = None
+        self.threshold = math.inf
+        self.background = bool(background)
+        self._store = store
+        self._queue: queue.Queue | None = None
+        self._threads: list[threading.Thread] = []
+        self._refit_wanted = threading.Event()
+        self._refit_busy = False
+        if store is not None:
+            self._queue = queue.Queue(maxsize=int(queue_size))
+            self._threads.append(threading.Thread(target=self._write_loop, name=f"nitro-refine-store-{computation}",
+                                                  daemon=True))
+        if self.background:
+            self._threads.append(threading.Thread(target=self._refit_loop, name=f"nitro-refine-fit-{computation}",
+                                                  daemon=True))
+        for t in self._threads:
+            t.start()
+
+    # -- the decision (shared by real calls and the replay) ------------------------------------
+    def tick(self) -> bool:
+        """Count one call; whether it is a candidate for exploring (an integer test only)."""
+        n = next(self._calls)
+        self.calls = n
+        return n % self.stride == 0 and not self._stopped
+
+    def plan(self, values: Sequence[float], choice: str) -> list[str] | None:
+        """The variants a candidate call with features ``values`` and dispatch choice ``choice``
+        should run, or ``None`` when it should run only its choice (sure enough, or no budget)."""
+        with self._lock:
+            if self._counts["explored"] + 1 > self.budget * self.calls + 1:
+                self._counts["budget_skips"] += 1
+                return None
+        d = self._dispatcher
+        model = d.model
+        scores = model.scores([values])[0]
+        allowed = [i for i, v in enumerate(model.variants) if d._valid(v, values)]
+        if len(allowed) < 2:
+            return None
+        ranked = sorted(allowed, key=lambda i: -scores[i])
+        margin = float(scores[ranked[0]] - scores[ranked[1]])
+        limit = len(ranked) if self.candidates is None else self.candidates - 1
+        with self._rows_lock:                  # what earlier calls on these features already timed
+            timed = self._rows.get(feature_id(values), (None, {}, None))[1]
+        others = [model.variants[i] for i in ranked if model.variants[i] != choice and model.variants[i] not in timed]
+        if not others:
+            return None
+        others = others[:limit]
+        with self._lock:
+            self._counts["candidate_calls"] += 1
+            window = self._margins
+            uncertain = True                       # too few margins to rank: explore
+            if window and len(window) >= self.warmup:
+                ordered = sorted(window)
+                self.threshold = ordered[min(len(ordered) - 1, int(self.quantile * len(ordered)))]
+                uncertain = margin <= self.threshold
+            window.append(margin)
+            if not uncertain:
+                return None
+            if self._counts["explored"] + 1 > self.budget * self.calls + 1:
+                self._counts["budget_skips"] += 1
+                return None
+            self._counts["explored"] += 1
+            run = [choice] + others
+            self._rng.shuffle(run)
+        return run
+
+    def explore(self, values: Sequence[float], choice: str, run_order: list[str],
+                run: Callable[[str], tuple[Any, float]]) -> Exploration:
+        """Run ``run_order`` with ``run(variant) -> (result, seconds)``, record the row, and
+        refit when ``refit_every`` rows have come in since the last refit."""
+        ex = Exploration(choice, list(run_order))
+        for v in run_order:
+            try:
+                ex.results[v], ex.times[v] = run(v)
+            except Exception as exc:  # a failing variant is a measurement, as in training
+                ex.errors[v] = exc
+                ex.times[v] = math.inf
+        self._record(values, ex)
+        return ex
+
+    def maybe_explore(self, values: Sequence[float], choice: str,
+                      run: Callable[[str], tuple[Any, float]]) -> Exploration | None:
+        """The refining step of a candidate call (after :meth:`tick`): ``None`` when the call
+        should just run ``choice``, else what exploring it ran."""
+        order = self.plan(values, choice)
+        return None if order is None else self.explore(values, choice, order, run)
+
+    # -- rows -------------------------------------------------------------------------------------
+    def _record(self, values, ex: Exploration):
+        finite = [t for t in ex.times.values() if math.isfinite(t)]
+        reasons = {v: f"{type(e).__name__}: {e}"[:500] for v, e in ex.errors.items()}
+        with self._rows_lock:
+            self.explore_seconds += sum(finite)
+            self.extra_seconds += sum(t for v, t in ex.times.items() if v != ex.choice and math.isfinite(t))
+            if not finite:
+                return
+            iid = feature_id(values)
+            feats, times, failed = self._rows.get(iid, (list(map(float, values)), {}, {}))
+            times = {**times, **ex.times}
+            failed = {v: why for v, why in {**failed, **reasons}.items() if not math.isfinite(times[v])}
+            self._rows[iid] = (feats, times, failed)
+            self._since_refit += 1
+            due = self._since_refit >= self.refit_every
+            if due:
+                self._since_refit = 0
+            self._counts["rows_recorded"] += 1
+        if self._queue is not None:
+            variants = self._dispatcher.variants
+            row = TrainingRow(iid, dict(zip(self._dispatcher.features, feats)),
+                              {v: (None if not math.isfinite(t) else t) for v, t in times.items() if v in variants},
+                              failed)
+            try:
+                self._queue.put_nowait(row)
+            except queue.Full:
+                self._counts["rows_dropped"] += 1
+        if due:
+            if self.background:
+                self._refit_wanted.set()
+            else:
+                self.refit_now()
+
+    def rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """The target rows so far: features (n, d) and times (n, len(base.variants)), NaN
+        where a variant did not run and +inf where it failed."""
+        variants = self.base.variants
+        with self._rows_lock:
+            items = list(self._rows.values())
+        X = np.array([f for f, _, _ in items], dtype=np.float64).reshape(len(items), len(self.base.input_features))
+        T = np.array([[t.get(v, math.nan) for v in variants] for _, t, _ in items], dtype=np.float64)
+        return X, T.reshape(len(items), len(variants))
+
+    # -- refits -----------------------------------------------------------------------------------
+    def refit_now(self) -> bool:
+        """Refit from every row so far and swap the new model in; ``False`` when the refit
+        kept the model (too few rows for its kind) or failed (counted, the old model stays)."""
+        with self._refit_lock:
+            X, T = self.rows()
+            try:
+                model = self._refit(self.base, X, T) if len(X) else None
+                if model is None:
+                    self._counts["refits_kept"] += 1
+                    return False
+                model.compiled()                   # fully built before anyone can see it
+                self._dispatcher.set_model(model)  # one reference swapped
+            except Exception as exc:  # a refit must never break the calls it serves
+                self._counts["refit_errors"] += 1
+                self.last_refit_error = f"{type(exc).__name__}: {exc}"
+                return False
+            self._counts["refits"] += 1
+            return True
+
+    def _refit_loop(self):
+        while True:
+            self._refit_wanted.wait()
+            if self._stopped:
+                return
+            self._refit_busy = True
+            self._refit_wanted.clear()
+            try:
+                self.refit_now()
+            finally:
+                self._refit_busy = False
+
+    # -- the store --------------------------------------------------------------------------------
+    def _open_store(self):
+        if isinstance(self._store, str):
+            from .store import Store
+            self._store = Store(self._store)
+        self._store.declare(self.computation, self._dispatcher.variants, self._dispatcher.features)
+        return self._store
+
+    def _write_loop(self):
+        store = None
+        while True:
+            row = self._queue.get()
+            try:
+                if row is _STOP:
+                    return
+                if store is None:
+                    store = self._open_store()
+                store.put_row(self.computation, self.device_id, row)
+                self._counts["rows_written"] += 1
+            except Exception as exc:  # a slow or failing store never reaches the calls
+                self._counts["store_errors"] += 1
+                self.last_store_error = f"{type(exc).__name__}: {exc}"[:500]
+            finally:
+                self._queue.task_done()
+
+    # -- control ----------------------------------------------------------------------------------
+    def wait(self, timeout: float = 30.0) -> bool:
+        """Wait until queued rows are written and a requested refit has run; ``False`` on
+        timeout (for tests and benchmarks; calls never need it)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pending = self._queue.unfinished_tasks if self._queue is not None else 0
+            if not pending and not self._refit_wanted.is_set() and not self._refit_busy:
+                return True
+            time.sleep(0.005)
+        return False
+
+    def stop(self, timeout: float = 5.0) -> dict:
+        """Leave refining mode: calls dispatch plainly again, queued rows are still written
+        (for up to ``timeout`` seconds) and the threads end. Returns :meth:`stats`."""
+        if not self._stopped:
+            self._stopped = True
+            if self._on_stop is not None:
+                self._on_stop(self)
+            if self._queue is not None:
+                try:
+                    self._queue.put(_STOP, timeout=timeout)
+                except queue.Full:
+                    pass
+            self._refit_wanted.set()
+            deadline = time.monotonic() + timeout
+            for t in self._threads:
+                t.join(max(0.0, deadline - time.monotonic()))
+        return self.stats()
+
+    @property
+    def active(self) -> bool:
+        return not self._stopped
+
+    def stats(self) -> dict:
+        """Counts so far: calls, candidate calls scored, explored calls and their share, rows
+        recorded / written / dropped, store errors, refits (swapped, kept, failed), seconds
+        spent by explored calls and the extra part of it, the current margin threshold."""
+        c = dict(self._counts)
+        with self._rows_lock:
+            inputs = len(self._rows)
+        return {"calls": self.calls, **c, "explored_fraction": c["explored"] / self.calls if self.calls else 0.0,
+                "budget": self.budget, "stride": self.stride, "threshold": self.threshold,
+                "target_inputs": inputs, "queued": self._queue.qsize() if self._queue is not None else 0,
+                "explore_seconds": self.explore_seconds, "extra_seconds": self.extra_seconds,
+                "last_store_error": self.last_store_error, "last_refit_error": self.last_refit_error,
+                "active": not self._stopped}

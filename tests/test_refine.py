@@ -1,0 +1,270 @@
+"""Refining mode: bounded exploration, constraints, rows reaching a real store without
+blocking calls, refits swapped in atomically, and a failing refit or store never reaching the
+calls. Variants are plain Python functions that say who ran (no sleeping, no timed asserts)."""
+import socket
+import threading
+
+import numpy as np
+import pytest
+
+from nitro import SelectorModel, code_variant
+from nitro.dispatch import Dispatcher
+from nitro.refine import Refiner, default_refit, feature_id
+
+VARIANTS = ["a", "b", "c"]
+
+
+def kernel_model(variants=VARIANTS, weights=None):
+    """A kernel model on one feature ``x`` with centres at 0, 1, 2 (in signed-log space): the
+    scores cross, so some inputs are near ties (small margins) and others are clear."""
+    w = np.eye(3)[:, :len(variants)] if weights is None else np.asarray(weights, dtype=float)
+    return SelectorModel(variants=list(variants), input_features=["x"], kind="kernel", params={
+        "signed_log": True, "mean": [0.0], "scale": [1.0], "gamma": 1.0,
+        "centers": [[0.0], [1.0], [2.0]], "weights": w.tolist(), "offset": [0.0] * len(variants)})
+
+
+def tagged(ran: list):
+    """Variants that return their own name and log every run with its input."""
+    def make(name):
+        def variant(x):
+            ran.append((name, x))
+            return name
+        variant.__name__ = name
+        return variant
+    return [make(v) for v in VARIANTS]
+
+
+def make_cv(ran, name="refined"):
+    cv = code_variant(name, tagged(ran), {"x": lambda x: float(x)}, default="a")
+    cv.model = kernel_model()
+    return cv
+
+
+XS = np.exp(np.linspace(0.0, 2.5, 97)) - 1.0     # signed-log features spread over the centres
+
+
+def test_exploration_never_exceeds_the_budget_and_returns_the_choice():
+    ran = []
+    cv = make_cv(ran)
+    refiner = cv.refine(budget=0.05, quantile=0.5, refit_every=10_000)
+    explored_before = 0
+    for i in range(3000):
+        x = float(XS[i % len(XS)])
+        choice = cv.select(x)
+        ran.clear()
+        assert cv(x) == choice                    # exploring never changes what a call returns
+        s = refiner.stats()
+        assert s["explored"] <= 0.05 * s["calls"] + 1
+        if s["explored"] > explored_before:       # an explored call ran its choice and one other
+            assert len(ran) == 2 and choice in [v for v, _ in ran]
+            explored_before = s["explored"]
+        else:
+            assert ran == [(choice, x)]
+    assert s["explored"] > 0 and s["candidate_calls"] <= s["calls"] // refiner.stride
+    assert cv.refine(False) is None and cv.refiner is None and not refiner.active
+
+
+def test_refining_explores_the_least_sure_inputs():
+    """After warm-up, explored inputs have margins at or below the running threshold."""
+    model = kernel_model()
+    scores = model.scores(XS[:, None])
+    top = np.sort(scores, axis=1)
+    margin = dict(zip(XS.tolist(), (top[:, -1] - top[:, -2]).tolist()))
+    ran = []
+    cv = make_cv(ran)
+    refiner = cv.refine(budget=0.2, quantile=0.2, warmup=20, refit_every=10_000)
+    explored = []
+    for i in range(2000):
+        x = float(XS[(7 * i) % len(XS)])
+        before, threshold = refiner.stats()["explored"], refiner.threshold
+        ran.clear()
+        cv(x)
+        if refiner.stats()["explored"] > before and refiner.stats()["candidate_calls"] > 21:
+            explored.append((margin[x], refiner.threshold, threshold))
+    assert explored
+    assert all(m <= max(t_after, t_before) + 1e-12 for m, t_after, t_before in explored)
+    assert np.median([m for m, _, _ in explored]) < np.median(list(margin.values()))
+    cv.refine(None)
+
+
+def test_constraints_are_obeyed_while_exploring():
+    ran = []
+    cv = code_variant("constrained", tagged(ran), {"x": lambda x: float(x)}, default="a")
+    cv.add_constraint("c", lambda f: f["x"] < 3.0)
+    cv.model = kernel_model(weights=[[0, 0, 1.0], [0, 0, 1.0], [0, 0.9, 1.0]])   # c scores highest
+    refiner = cv.refine(budget=1.0, quantile=1.0, candidates=None, refit_every=10_000)
+    for i in range(600):
+        cv(float(XS[i % len(XS)]))
+    assert refiner.stats()["explored"] > 50
+    assert not [x for v, x in ran if v == "c" and x >= 3.0]
+    assert [x for v, x in ran if v == "c" and x < 3.0]          # allowed where valid
+    cv.refine(False)
+
+
+def test_rows_reach_a_real_store_in_the_background(store):
+    ran = []
+    cv = make_cv(ran, name="refined-rows")
+    refiner = cv.refine(store=store, device_id="here", budget=1.0, quantile=1.0, refit_every=10_000)
+    for x in XS[:40]:
+        cv(float(x))
+    assert refiner.wait(30)
+    stats = refiner.stop()
+    rows = {r.input_id: r for r in store.rows("refined-rows", "here")}
+    assert stats["rows_written"] == stats["rows_recorded"] > 0 and stats["store_errors"] == 0
+    assert len(rows) == stats["target_inputs"]
+    for r in rows.values():
+        assert r.input_id == feature_id([r.features["x"]])
+        timed = [v for v, t in r.times.items() if t is not None]
+        assert len(timed) >= 2 and all(r.times[v] >= 0 for v in timed)
+        assert set(r.times) <= set(VARIANTS)
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_unreachable_store_never_breaks_a_call():
+    ran = []
+    cv = make_cv(ran, name="refined-unreachable")
+    refiner = cv.refine(store=f"redis://127.0.0.1:{_closed_port()}/0", device_id="here", budget=1.0,
+                        quantile=1.0, refit_every=10_000)
+    results = [cv(float(x)) for x in XS[:30]]
+    assert results == [cv.select(float(x)) for x in XS[:30]]
+    assert refiner.wait(30)
+    s = refiner.stop()
+    assert s["store_errors"] == s["rows_recorded"] > 0 and s["rows_written"] == 0
+    assert "does not answer" in s["last_store_error"]
+
+
+def test_a_paused_store_drops_rows_instead_of_blocking_calls(embedded_redis):
+    """CLIENT PAUSE stalls every command of the server: the writer thread waits, the bounded
+    queue fills, and calls go on (rows are counted as dropped)."""
+    from nitro.store import Store
+    embedded_redis.flushall()
+    store = Store(client=embedded_redis)
+    ran = []
+    cv = make_cv(ran, name="refined-paused")
+    refiner = cv.refine(store=store, device_id="here", budget=1.0, quantile=1.0, queue_size=1, refit_every=10_000)
+    cv(float(XS[0]))
+    assert refiner.wait(30)
+    embedded_redis.execute_command("CLIENT", "PAUSE", 3000)
+    for x in XS[1:60]:
+        cv(float(x))
+    s = refiner.stats()
+    assert s["rows_dropped"] > 0 and s["explored"] >= 50
+    assert refiner.wait(30)
+    assert refiner.stop()["rows_written"] >= 2
+
+
+def test_refits_swap_in_while_another_thread_dispatches():
+    """Calls from another thread during background refits always get a variant that one of
+    the models seen (base or a refit) would choose; the refits do happen."""
+    ran = []
+    cv = make_cv(ran, name="refined-swap")
+    base = cv.model
+    refiner = cv.refine(budget=1.0, quantile=1.0, candidates=None, refit_every=3)
+    errors, choices = [], []
+    stop = threading.Event()
+
+    def dispatch():
+        while not stop.is_set():
+            for x in XS:
+                try:
+                    choices.append(cv.select(float(x)))
+                except Exception as exc:  # noqa: BLE001  (the test reports any)
+                    errors.append(exc)
+
+    worker = threading.Thread(target=dispatch)
+    worker.start()
+    for i in range(300):
+        cv(float(XS[(5 * i) % len(XS)]))
+    stop.set()
+    worker.join()
+    assert refiner.wait(30)
+    s = refiner.stop()
+    assert not errors and set(choices) <= set(VARIANTS) and len(choices) > 0
+    assert s["refits"] >= 1 and s["refit_errors"] == 0
+    assert cv.model is not base and cv.model.provenance["refined"]["target_rows"] > 0
+
+
+def test_set_model_never_tears_between_models_with_different_variants():
+    d = Dispatcher(["a", "b", "c"], ["x"], "a")
+    m1, m2 = kernel_model(), kernel_model(variants=["c", "b"], weights=np.eye(3)[:, :2])
+    d.set_model(m1)
+    allowed = {float(x): {m1.predict([[x]])[0], m2.predict([[x]])[0]} for x in XS}
+    bad = []
+    stop = threading.Event()
+
+    def swap():
+        while not stop.is_set():
+            d.set_model(m2)
+            d.set_model(m1)
+
+    worker = threading.Thread(target=swap)
+    worker.start()
+    for _ in range(100):
+        for x, ok in allowed.items():
+            if d.choose([x]) not in ok:
+                bad.append(x)
+    stop.set()
+    worker.join()
+    assert not bad
+
+
+def test_a_failing_refit_is_counted_and_the_model_stays():
+    ran = []
+    cv = make_cv(ran, name="refined-crash")
+    base = cv.model
+
+    def broken(base_model, X, times):
+        raise RuntimeError("refit exploded")
+
+    refiner = cv.refine(budget=1.0, quantile=1.0, refit_every=2, refit=broken)
+    assert [cv(float(x)) for x in XS[:20]] == [cv.select(float(x)) for x in XS[:20]]
+    assert refiner.wait(30)
+    s = refiner.stop()
+    assert s["refit_errors"] >= 1 and s["refits"] == 0 and "refit exploded" in s["last_refit_error"]
+    assert cv.model is base
+
+
+def test_synchronous_refiner_refits_in_the_calling_thread():
+    d = Dispatcher(VARIANTS, ["x"], "a")
+    d.set_model(kernel_model())
+    refiner = Refiner(d, "sync", budget=1.0, quantile=1.0, refit_every=4, background=False)
+    times = {"a": 3.0, "b": 1.0, "c": 2.0}           # b is fastest everywhere on this target
+    for x in XS:
+        values = [float(x)]
+        if refiner.tick():
+            refiner.maybe_explore(values, d.choose(values), lambda v: (v, times[v]))
+    s = refiner.stop()
+    assert s["refits"] >= 1 and not s["active"] and s["extra_seconds"] > 0
+    assert np.mean([d.choose([float(x)]) == "b" for x in XS]) > 0.9
+
+
+def test_default_refit_of_other_kinds_waits_for_complete_rows():
+    svc_like = SelectorModel(variants=VARIANTS, input_features=["x"], kind="constant", params={"label": 0})
+    X = XS[:, None]
+    times = np.column_stack([1.0 + (XS > 5), 1.5 + 0 * XS, 1.0 + (XS <= 5)])
+    partial = times.copy()
+    partial[:, 2] = np.nan
+    assert default_refit(svc_like, X, partial) is None            # no complete row
+    assert default_refit(svc_like, X[:5], times[:5]) is None       # too few
+    model = default_refit(svc_like, X, times)
+    assert model.kind == "svc" and model.provenance["target_rows"] == len(XS)
+    assert np.mean(np.array(model.predict(X)) == np.where(XS > 5, "c", "a")) > 0.9
+
+
+def test_refine_arguments_are_checked():
+    cv = code_variant("nomodel", tagged([]), {"x": lambda x: float(x)})
+    with pytest.raises(ValueError, match="refines a model"):
+        cv.refine()
+    cv.model = kernel_model()
+    with pytest.raises(TypeError, match="store="):
+        cv.refine(object())
+    with pytest.raises(ValueError, match="budget"):
+        cv.refine(budget=0.0)
+    with pytest.raises(ValueError, match="at least 2"):
+        cv.refine(candidates=1)
+    assert cv.refiner is None
