@@ -81,6 +81,19 @@ def cmd_bench_variants(args):
 
 def cmd_evaluate(args):
     from .dataset import load_dataset_dir
+    if args.online:
+        from .online import evaluate_online, format_online
+        if args.holdout_by != "device" or args.methods:
+            raise ValueError("--online replays refining mode with every device left out in turn; "
+                             "it takes neither --holdout-by nor --methods")
+        result = evaluate_online(load_dataset_dir(args.dataset), variants=_split(args.variants),
+                                 devices=_split(args.devices), test_size=args.test_size, seed=args.seed,
+                                 passes=args.passes, stream_length=args.stream, budget=args.budget,
+                                 candidates=args.candidates or None, quantile=args.quantile,
+                                 refit_every=args.refit_every, cvdfs=args.zero_shot == "cvdfs",
+                                 max_size=args.max_subset_size, n_jobs=args.n_jobs)
+        _emit(args, result, format_online(result))
+        return
     from .evaluate import evaluate, format_evaluation
     result = evaluate(load_dataset_dir(args.dataset), variants=_split(args.variants), devices=_split(args.devices),
                       test_size=args.test_size, seed=args.seed, methods=_split(args.methods),
@@ -219,6 +232,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-subset-size", type=int, default=3)
     p.add_argument("--n-jobs", type=int, default=None)
     p.add_argument("--plot", metavar="DIR", help="write PNG figures to DIR")
+    online = p.add_argument_group("--online: replay refining mode on each target's recorded times")
+    online.add_argument("--online", action="store_true",
+                        help="replay a stream of training inputs through refining mode from the zero-shot model")
+    online.add_argument("--passes", type=int, default=10, help="shuffled passes over the training inputs (default 10)")
+    online.add_argument("--stream", type=int, default=None, metavar="N", help="stream length in calls (overrides --passes)")
+    online.add_argument("--budget", type=float, default=0.02, help="largest share of calls that explore (default 0.02)")
+    online.add_argument("--candidates", type=int, default=2, help="variants an explored call runs (0: all; default 2)")
+    online.add_argument("--quantile", type=float, default=0.25,
+                        help="explore candidate calls whose margin is in this lowest share of recent margins")
+    online.add_argument("--refit-every", type=int, default=16, help="new target rows between refits (default 16)")
+    online.add_argument("--zero-shot", choices=["full", "cvdfs"], default="full",
+                        help="zero-shot model: full-set Kronecker KRR (default) or the CV-DFS ensemble")
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("tune-from-source", parents=[common], help="build a target's model from source devices in the store")

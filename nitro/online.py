@@ -1,0 +1,185 @@
+"""Offline replay of refining mode (``nitro evaluate DIR --online``).
+
+For each target device of a measurement directory, the zero-shot model is built from the
+other devices (Kronecker KRR as ``tune_from_source`` builds it, optionally with the CV-DFS
+ensemble of device-feature subsets), then a stream of the target's training inputs (shuffled
+passes, ``seed``) is dispatched through the same :class:`nitro.refine.Refiner` that serves real
+calls, except that running a variant means reading its recorded time on the target
+(:class:`RecordedRun`) and refits are synchronous, so that a replay is deterministic.
+
+Reported per target and as the mean over the main group's targets: the share of calls that
+explored; the stream's time against its optimum (Σ time spent / Σ fastest time, explored
+calls counting every variant they ran), for the zero-shot model alone and with refining; and
+the zero-shot and refined models' % of the optimum on the target's test inputs
+(:func:`nitro.metrics.fraction_of_optimum`). The split is :func:`nitro.evaluate.split`'s, so
+the figures compare with ``nitro evaluate``'s zero- and few-shot rows.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from .dataset import Measurements
+from .dispatch import Dispatcher
+from .metrics import fraction_of_optimum
+from .model import SelectorModel
+from .refine import BUDGET, QUANTILE, REFIT_EVERY, Refiner
+
+PASSES = 10   # default stream: ten shuffled passes over the target's training inputs
+
+
+class RecordedFailure(RuntimeError):
+    """A variant whose recorded time on the target is missing: it failed there."""
+
+
+class RecordedRun:
+    """Runs a variant of one input by reading its recorded time: ``run(variant) -> (None,
+    seconds)`` (the replay's counterpart of :class:`nitro.refine.TimedRun`)."""
+
+    __slots__ = ("times", "index")
+
+    def __init__(self, times: np.ndarray, index: dict[str, int]):
+        self.times, self.index = times, index
+
+    def __call__(self, variant: str):
+        t = float(self.times[self.index[variant]])
+        if not math.isfinite(t):
+            raise RecordedFailure(f"{variant} has no recorded time on this input")
+        return None, t
+
+
+def zero_shot_model(data, sources: list[int], train: np.ndarray, target: int, cvdfs: bool = False,
+                    max_size: int = 3, n_jobs: int | None = None) -> SelectorModel:
+    """The target's zero-shot kernel model from ``sources`` (device indices of ``data``, a
+    :class:`nitro.transfer.data.TransferData`) on the ``train`` inputs: full-set Kronecker KRR,
+    or the CV-DFS subset ensemble with ``cvdfs``."""
+    from .transfer.fit import export_model, transfer_scores
+    from .transfer.prepare import Prepared
+    prep = Prepared.build(data, sources, train, extra_devices=[target])
+    subsets = [prep.features]
+    if cvdfs:
+        from .transfer.cvdfs import cv_dfs
+        result = cv_dfs(prep, max_size=max_size, selection="ensemble", n_jobs=n_jobs, progress=False)
+        subsets = [[data.device_features.index(f) for f in s] for s in result.subsets]
+    _, beta, mu = transfer_scores(prep, target, subsets)
+    return export_model(prep, beta, mu, list(data.input_features), {
+        "method": "zero-shot replay", "target": data.devices[target],
+        "sources": [data.devices[s] for s in sources], "cv_dfs": bool(cvdfs)})
+
+
+def replay(model: SelectorModel, X: np.ndarray, times: np.ndarray, stream: np.ndarray, *,
+           budget: float = BUDGET, candidates: int | None = 2, quantile: float = QUANTILE,
+           refit_every: int = REFIT_EVERY, seed: int = 0, **options) -> dict:
+    """Dispatch the inputs ``stream`` (indices into ``X`` (n, d) and ``times`` (n, variants
+    of ``model``)) in refining mode, with recorded times for runs and synchronous refits.
+    Returns the refined model, the refiner's stats and the stream's time against its optimum."""
+    variants = list(model.variants)
+    index = {v: j for j, v in enumerate(variants)}
+    dispatcher = Dispatcher(variants, list(model.input_features), variants[0])
+    dispatcher.set_model(model)
+    refiner = Refiner(dispatcher, "replay", budget=budget, candidates=candidates, quantile=quantile,
+                      refit_every=refit_every, seed=seed, background=False, **options)
+    best = np.where(np.isfinite(times), times, np.inf).min(axis=1)
+    spent = 0.0
+    for i in stream:
+        values = X[i].tolist()
+        choice = dispatcher.choose(values)
+        ex = refiner.maybe_explore(values, choice, RecordedRun(times[i], index)) if refiner.tick() else None
+        if ex is None:
+            spent += float(times[i, index[choice]])
+        else:
+            spent += sum(t for t in ex.times.values() if math.isfinite(t))
+    stats = refiner.stop()
+    return {"model": dispatcher.model, "stats": stats, "stream_ratio": spent / float(best[stream].sum())}
+
+
+def _target(data, t: int, sources: list[int], train, test, *, passes: int, stream_length: int | None,
+            seed: int, cvdfs: bool, max_size: int, n_jobs, options: dict) -> dict:
+    started = time.perf_counter()
+    times = data.times[t]
+    train = train[np.isfinite(times[train]).any(axis=1)]
+    test = test[np.isfinite(times[test]).any(axis=1)]
+    base = zero_shot_model(data, sources, train, t, cvdfs=cvdfs, max_size=max_size, n_jobs=n_jobs)
+    rng = np.random.default_rng([seed, t])
+    length = stream_length if stream_length is not None else passes * len(train)
+    passes_needed = -(-length // len(train))
+    stream = np.concatenate([rng.permutation(train) for _ in range(passes_needed)])[:length]
+    r = replay(base, data.X, times, stream, seed=seed, **options)
+    best = np.where(np.isfinite(times), times, np.inf).min(axis=1)
+    zero_choice = base.predict_index(data.X[stream])
+    zero_spent = np.where(np.isfinite(times[stream, zero_choice]), times[stream, zero_choice], np.nan)
+    s = r["stats"]
+    return {
+        "explored_percent": 100.0 * s["explored"] / max(s["calls"], 1),
+        "stream_calls": int(length), "explored_calls": s["explored"], "target_inputs": s["target_inputs"],
+        "refits": s["refits"], "refit_errors": s["refit_errors"],
+        "stream_time_ratio": r["stream_ratio"],
+        "zero_shot_stream_time_ratio": float(np.nansum(zero_spent) / best[stream].sum()),
+        "zero_shot_percent": 100.0 * fraction_of_optimum(times[test], base.predict_index(data.X[test])),
+        "refined_percent": 100.0 * fraction_of_optimum(times[test], r["model"].predict_index(data.X[test])),
+        "seconds": time.perf_counter() - started,
+    }
+
+
+KEYS = ("explored_percent", "zero_shot_stream_time_ratio", "stream_time_ratio", "zero_shot_percent", "refined_percent")
+
+
+def evaluate_online(m: Measurements, variants=None, devices=None, test_size: float = 0.5, seed: int = 0,
+                    passes: int = PASSES, stream_length: int | None = None, budget: float = BUDGET,
+                    candidates: int | None = 2, quantile: float = QUANTILE, refit_every: int = REFIT_EVERY,
+                    cvdfs: bool = False, max_size: int = 3, n_jobs: int | None = None, **options) -> dict:
+    """Replay refining mode for every target of the split of :func:`nitro.evaluate.split`
+    (see the module documentation). ``stream_length`` calls per target (default ``passes``
+    shuffled passes over its training inputs); the other options are the refiner's."""
+    from .evaluate import split
+    if passes < 1 or (stream_length is not None and stream_length < 1):
+        raise ValueError("a replayed stream needs at least one call")
+    started = time.perf_counter()
+    data, idx, others, train, test = split(m, variants=variants, devices=devices, test_size=test_size, seed=seed)
+    refiner_options = dict(budget=budget, candidates=candidates, quantile=quantile, refit_every=refit_every, **options)
+    common = dict(passes=passes, stream_length=stream_length, seed=seed, cvdfs=cvdfs, max_size=max_size,
+                  n_jobs=n_jobs, options=refiner_options)
+    targets = {data.devices[t]: _target(data, t, [s for s in idx if s != t], train, test, **common) for t in idx}
+    cross = {}
+    for o in others:
+        t = data.device_index(o)
+        if np.isfinite(data.times[t, train]).any() and np.isfinite(data.times[t, test]).any():
+            cross[o] = _target(data, t, idx, train, test, **common)
+    return {
+        "variants": list(data.variants), "devices": [data.devices[i] for i in idx], "cross_kind_devices": others,
+        "n_train": int(len(train)), "n_test": int(len(test)), "seed": seed, "cv_dfs": cvdfs,
+        "refiner": {k: v for k, v in refiner_options.items() if not callable(v)},
+        "passes": passes if stream_length is None else None, "stream_length": stream_length,
+        "targets": targets, "cross_kind": cross,
+        "mean": {k: float(np.mean([r[k] for r in targets.values()])) for k in KEYS},
+        "worst": {k: float((np.min if k.endswith("percent") and k != "explored_percent" else np.max)(
+            [r[k] for r in targets.values()])) for k in KEYS},
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def format_online(r: dict) -> str:
+    o = r["refiner"]
+    stream = f"{r['passes']} shuffled passes over the training inputs" if r["passes"] else f"{r['stream_length']} calls"
+    lines = [f"refining mode replayed: {len(r['devices'])} targets, variants {', '.join(r['variants'])}, "
+             f"{r['n_train']} training / {r['n_test']} test inputs (seed {r['seed']}), {stream}",
+             f"budget {o['budget']}, {o['candidates'] or 'all'} candidates per explored call, quantile "
+             f"{o['quantile']}, refit every {o['refit_every']} rows; zero-shot: "
+             f"{'CV-DFS ensemble' if r['cv_dfs'] else 'full-set Kronecker KRR'}",
+             "stream time = sum of time spent / sum of the fastest variant's time; quality = % of optimum on test inputs",
+             "", f"{'target':<24}{'explored %':>11}{'stream 0-shot':>14}{'stream refined':>15}"
+             f"{'test 0-shot':>12}{'test refined':>13}{'refits':>7}"]
+
+    def row(name, v, refits=""):
+        return (f"{name:<24}{v['explored_percent']:>11.2f}{v['zero_shot_stream_time_ratio']:>14.4f}"
+                f"{v['stream_time_ratio']:>15.4f}{v['zero_shot_percent']:>12.1f}{v['refined_percent']:>13.1f}{refits:>7}")
+    for name, v in r["targets"].items():
+        lines.append(row(name, v, v["refits"]))
+    lines.append(row("mean", r["mean"]))
+    lines.append(row("worst", r["worst"]))
+    for name, v in r["cross_kind"].items():
+        lines.append(row(f"{name} (cross-kind)", v, v["refits"]))
+    lines.append(f"total {r['seconds']:.0f} s")
+    return "\n".join(lines)
