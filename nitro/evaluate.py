@@ -22,6 +22,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from joblib import Parallel, delayed
 
 from .dataset import Measurements
 from .learn import SELECTORS, SVMSelector, fit_selector
@@ -30,15 +31,21 @@ from .transfer.analysis import architecture_sensitivity, best_variant_histogram,
 from .transfer.confidence import estimate_quality
 from .transfer.cvdfs import cv_dfs
 from .transfer.coverage import common_variants
-from .transfer.data import TransferData, stack_sources
-from .learn.kron import fraction_targets, rbf
-from .transfer.fewshot import corrected_expansion, pick_inputs
+from .transfer.data import TransferData, concatenate, stack_sources
+from .transfer.fewshot import pick_inputs
+from .transfer.fewshot_trees import fit_few_shot_trees
 from .transfer.fit import transfer_scores
 from .transfer.prepare import Prepared
 
 METHODS = ["random", "majority", "full_set_svm", "full_set", "cvdfs_frequency", "cvdfs", "few_shot",
            "best_source_hindsight", "trained_on_target"]
-FEW_SHOT_BUDGETS = (0.01, 0.02, 0.05)   # fractions of the training inputs measured on the target
+FEW_SHOT_BUDGETS = (0.005, 0.01, 0.02, 0.05, 0.1)   # fractions of the training inputs timed on the target
+
+
+def _pct(b: float) -> str:
+    return f"{100 * b:g}".replace(".", "_")
+
+
 LABELS = {
     "random": "random (1,000 draws)",
     "majority": "majority of source models",
@@ -46,7 +53,7 @@ LABELS = {
     "full_set": "full set, Kronecker KRR",
     "cvdfs_frequency": "CV-DFS, k most frequent",
     "cvdfs": "CV-DFS, subset ensemble",
-    **{f"few_shot_{round(100 * b)}pct": f"few-shot, {100 * b:g}% of inputs on target" for b in FEW_SHOT_BUDGETS},
+    **{f"few_shot_{_pct(b)}pct": f"few-shot, {100 * b:g}% of inputs on target" for b in FEW_SHOT_BUDGETS},
     "best_source_hindsight": "ceiling: one source's true best",
     "trained_on_target": "trained on target (SVM)",
 }
@@ -143,29 +150,31 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
             pick["full_set_svm"] = est.predict(np.hstack([data.X[test_t], np.broadcast_to(data.D[t, feats], (len(test_t), len(feats)))]))
         if {"full_set", "cvdfs", "cvdfs_frequency", "few_shot"} & set(methods):
             prep = Prepared.build(data, sources, train, extra_devices=[t])
-            scores, beta, mu = transfer_scores(prep, t, [prep.features], inputs=test_t)
+            scores, _, _ = transfer_scores(prep, t, [prep.features], inputs=test_t)
             if "full_set" in methods:
                 pick["full_set"] = scores.argmax(axis=1)
             for name, selection in (("cvdfs", "ensemble"), ("cvdfs_frequency", "frequency")):
-                if name in methods or (name == "cvdfs" and "few_shot" in methods):
+                if name in methods:
                     r = cv_dfs(prep, max_size=max_size, k=k, selection=selection, n_jobs=n_jobs, progress=progress,
                                groups=inner)
                     cols = [[data.device_features.index(f) for f in s] for s in r.subsets]
-                    scores, beta, mu = transfer_scores(prep, t, cols, inputs=test_t)
+                    scores, _, _ = transfer_scores(prep, t, cols, inputs=test_t)
                     if name in methods:
                         pick[name] = scores.argmax(axis=1)
                     info[name] = {"features": r.features, "n_subsets": len(r.subsets), "seconds": r.seconds,
                                   "frequencies": r.frequencies, "held_out": r.held_out,
                                   "confidence": estimate_quality(scores, r.held_out, prep.D[:, prep.features],
                                                                  sources, t, data.devices)}
-            if "few_shot" in methods:   # corrects the CV-DFS ensemble with target timings
-                for b in FEW_SHOT_BUDGETS:
+            if "few_shot" in methods:   # boosted trees on the sources' rows and a few of the target's
+                feats = prep.features
+                Xte = concatenate(data.X[test_t], data.D[t, feats])
+
+                def few_shot(b):
                     picks = prep.train[pick_inputs(prep.grid.X, max(1, round(b * len(prep.train))))]
-                    measured = data.times[t, picks]
-                    good = np.isfinite(measured).any(axis=1)
-                    C, W, _ = corrected_expansion(prep.grid.X, beta, mu, prep.grid.gamma_x, prep.X[picks[good]],
-                                                  fraction_targets(measured[good]))
-                    pick[f"few_shot_{round(100 * b)}pct"] = (rbf(prep.X[test_t], C, prep.grid.gamma_x) @ W + mu).argmax(axis=1)
+                    est = fit_few_shot_trees(data, sources, prep.train, t, picks, data.times[t, picks], feats)
+                    return f"few_shot_{_pct(b)}pct", est.predict(Xte)
+
+                pick.update(Parallel(n_jobs=n_jobs)(delayed(few_shot)(b) for b in FEW_SHOT_BUDGETS))
         for name, choice in pick.items():
             res[name] = fraction_of_optimum(times, choice)
         return {k_: 100.0 * v for k_, v in res.items()}, info
@@ -188,7 +197,7 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
         t = data.device_index(o)
         if np.isfinite(data.times[t, test]).any():
             cross[o], details[o] = run_target(t, idx)
-    shown = [n for m_ in methods for n in ([f"few_shot_{round(100 * b)}pct" for b in FEW_SHOT_BUDGETS]
+    shown = [n for m_ in methods for n in ([f"few_shot_{_pct(b)}pct" for b in FEW_SHOT_BUDGETS]
                                            if m_ == "few_shot" else [m_])]
     table = {name: [targets[d][name] for d in targets if name in targets[d]] for name in shown}
     analysis_inputs = np.sort(np.concatenate([train, test]))

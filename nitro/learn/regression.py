@@ -70,8 +70,14 @@ class RegressionSelector(TimeSelector):
         floor = np.minimum(np.nanmin(y, axis=1, keepdims=True), 0.0) + self.zeta
         return np.where(np.isnan(y), floor, y)
 
-    def fit(self, X, times):
+    def fit(self, X, times, sample_weight=None):
+        """``sample_weight``: one weight per input (row of ``X``), shared by its variants' rows."""
         X, times = self._start_fit(X, times)
+        if sample_weight is not None:
+            sample_weight = np.asarray(sample_weight, dtype=np.float64)
+            if sample_weight.shape != (X.shape[0],) or not (np.isfinite(sample_weight).all() and (sample_weight >= 0).all()):
+                raise ValueError(f"sample_weight must be {X.shape[0]} finite non-negative numbers")
+            sample_weight = np.repeat(sample_weight, times.shape[1])
         self.codes_ = self._codes(times.shape[1])
         rows = X.shape[0] * times.shape[1]
         leaf = self.min_samples_leaf if self.min_samples_leaf is not None else min(20, max(1, rows // 50))
@@ -80,7 +86,7 @@ class RegressionSelector(TimeSelector):
                                                   learning_rate=self.learning_rate, early_stopping=False,
                                                   random_state=self.random_state)
         with threadpool_limits(self.n_threads, user_api="openmp"):
-            self.gbr_.fit(self._rows(X, self.codes_), self.targets(times).ravel())
+            self.gbr_.fit(self._rows(X, self.codes_), self.targets(times).ravel(), sample_weight=sample_weight)
         return self
 
     def predict_scores(self, X, codes=None) -> np.ndarray:

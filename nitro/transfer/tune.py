@@ -8,7 +8,6 @@ import pandas as pd
 
 from .. import devices as devices_mod
 from ..dataset import Measurements
-from ..learn.kron import fraction_targets
 from ..measurement import TrainingRow
 from ..search import budget_count
 from ..model import SelectorModel
@@ -17,7 +16,8 @@ from .coverage import choose_variants, sources_of_kind
 from .confidence import estimate_quality
 from .cvdfs import cv_dfs, held_out_results
 from .data import TransferData, stack_times
-from .fewshot import corrected_expansion, pick_inputs
+from .fewshot import pick_inputs
+from .fewshot_trees import fit_few_shot_trees
 from .fit import export_model, transfer_scores
 from .pdfs import profile_dfs
 from .prepare import Prepared
@@ -74,10 +74,11 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
     Kronecker KRR: it is fitted on the sources' rows ``[input ∘ selected device features]``
     and the model holds the target's values of those features as constants.
 
-    Few-shot (Kronecker KRR only): with ``target_budget`` (a count, or a fraction of the
-    training inputs), that many representative training inputs are timed on the target (rows
-    already recorded for it are reused; ``measure_target(input_ids)`` measures the rest) and
-    correct the zero-shot model (:mod:`nitro.transfer.fewshot`)."""
+    Few-shot: with ``target_budget`` (a count, or a fraction of the training inputs), that
+    many representative training inputs are timed on the target (rows already recorded for it
+    are reused; ``measure_target(input_ids)`` measures the rest), and boosted trees learn from
+    them and the sources' rows together (:mod:`nitro.transfer.fewshot_trees`, model kind
+    ``gbt``)."""
     meta = store.meta(name)
     if meta["variants"] != list(variants) or meta["features"] != list(features):
         raise ValueError(f"{name}: the store holds variants {meta['variants']} and features "
@@ -143,11 +144,10 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
     provenance["confidence"]["held_out"] = held_out
     provenance.update(device_features=used, subsets=subsets,
                       target_features={f: float(data.D[t, data.device_features.index(f)]) for f in used})
-    centers = None
     if target_budget is not None:
-        centers, beta, provenance["few_shot"] = _few_shot(store, name, prep, t, beta, mu, target_budget,
-                                                          measure_target)
-    model = export_model(prep, beta, mu, list(features), provenance, centers=centers)
+        model = _few_shot(store, name, prep, t, target_budget, measure_target, list(features), provenance)
+    else:
+        model = export_model(prep, beta, mu, list(features), provenance)
     store.put_model(name, target, model.to_dict())
     return model
 
@@ -162,7 +162,9 @@ def _new_family_groups(store: Store, sources: list[str], target: str) -> dict[in
     return {i: arch[s] for i, s in enumerate(sources)}
 
 
-def _few_shot(store, name, prep, t, beta, mu, budget, measure_target):
+def _few_shot(store, name, prep, t, budget, measure_target, features, provenance) -> SelectorModel:
+    """Time ``budget`` representative training inputs on the target (reusing recorded rows)
+    and fit boosted trees on them with the sources' rows (:mod:`nitro.transfer.fewshot_trees`)."""
     data = prep.data
     picks = prep.train[pick_inputs(prep.grid.X, budget_count(budget, len(prep.train)))]
     ids = [data.inputs[i] for i in picks]
@@ -178,9 +180,14 @@ def _few_shot(store, name, prep, t, beta, mu, budget, measure_target):
     ok = np.isfinite(times).any(axis=1)
     if not ok.any():
         raise ValueError(f"{name}: no variant ran on the target for the {len(ids)} chosen inputs")
-    centers, weights, lam = corrected_expansion(prep.grid.X, beta, mu, prep.grid.gamma_x,
-                                                prep.X[picks[ok]], fraction_targets(times[ok]))
-    return centers, weights, {"inputs": [i for i, good in zip(ids, ok) if good], "lambda": lam}
+    cols = prep.features
+    est = fit_few_shot_trees(data, prep.sources, prep.train, t, picks, times, cols)
+    values = {data.device_features[c]: float(data.D[t, c]) for c in cols}
+    provenance = {**provenance, "few_shot": {"inputs": [i for i, good in zip(ids, ok) if good],
+                                             "learner": "RegressionSelector"},
+                  "device_features": list(values), "target_features": values}
+    return SelectorModel.from_estimator(est, features, device_features=values, variants=list(data.variants),
+                                        provenance=provenance)
 
 
 def _fit_learner(store, name, learner, data, prep, t, used, features, provenance) -> SelectorModel:
