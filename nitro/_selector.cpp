@@ -61,6 +61,21 @@ class Model {
     return predict_row(buf);
   }
 
+  // Scores whose argmax is the choice (SelectorModel.scores), for the kinds that have them
+  // here; false otherwise (the Python side then scores with NumPy).
+  virtual bool score_row(const double*, double*) const { return false; }
+  std::size_t n_scores = 0;
+
+  // One input's scores as a list, or None when this kind has no compiled scores or the
+  // values are not n finite numbers (refining mode scores its candidate calls with it).
+  py::object scores_one(py::handle values) const {
+    std::vector<double> x(n_inputs), s(n_scores);
+    if (!n_scores || !read_values(values, n_inputs, x.data()) || !score_row(x.data(), s.data())) return py::none();
+    py::list out(s.size());
+    for (std::size_t i = 0; i < s.size(); ++i) out[i] = s[i];
+    return out;
+  }
+
   py::array_t<std::int64_t> predict_batch(const Mat& X) const {
     if (X.ndim() != 2 || static_cast<std::size_t>(X.shape(1)) != n_inputs)
       throw std::invalid_argument("predict_batch: X must have shape (n, " + std::to_string(n_inputs) + ")");
@@ -149,15 +164,17 @@ class Kernel final : public Model {
     n_c_ = n_inputs ? c_.size() / n_inputs : 0;
     if (scale_.size() != n_inputs || c_.size() != n_c_ * n_inputs || w_.size() != n_c_ * k_ || k_ == 0)
       throw std::invalid_argument("Kernel: inconsistent parameter shapes");
+    n_scores = k_;
   }
 
-  int predict_row(const double* in) const override {
-    std::vector<double> z(n_inputs), score(b_);
+  bool score_row(const double* in, double* score) const override {
+    std::vector<double> z(n_inputs);
     for (std::size_t j = 0; j < n_inputs; ++j) {
       const double v = in[j];
       const double s = (v > 0) - (v < 0);
       z[j] = (s * std::log1p(std::fabs(v)) - mean_[j]) / scale_[j];
     }
+    std::copy(b_.begin(), b_.end(), score);
     for (std::size_t c = 0; c < n_c_; ++c) {
       const double* ctr = &c_[c * n_inputs];
       double d2 = 0.0;
@@ -166,6 +183,12 @@ class Kernel final : public Model {
       const double* w = &w_[c * k_];
       for (std::size_t v = 0; v < k_; ++v) score[v] += kv * w[v];
     }
+    return true;
+  }
+
+  int predict_row(const double* in) const override {
+    std::vector<double> score(k_);
+    score_row(in, score.data());
     return static_cast<int>(std::max_element(score.begin(), score.end()) - score.begin());
   }
 
@@ -327,6 +350,8 @@ PYBIND11_MODULE(_selector, m) {
       .def("predict_one", &Model::predict_one, py::arg("values"),
            "variant index for one feature list/tuple, or -1 if it is not n finite numbers")
       .def("predict_batch", &Model::predict_batch, py::arg("X"), "variant index for each row of X")
+      .def("scores_one", &Model::scores_one, py::arg("values"),
+           "scores (argmax = choice) for one feature list/tuple, or None (kind without compiled scores, bad values)")
       .def_readonly("n_inputs", &Model::n_inputs);
   py::class_<Constant, Model>(m, "Constant").def(py::init<std::size_t, int>(), py::arg("n_inputs"), py::arg("label"));
   py::class_<Svc, Model>(m, "Svc")

@@ -72,6 +72,15 @@ def cmd_bench_cvdfs(args):
     _emit(args, result, format_cvdfs(result))
 
 
+def cmd_bench_refine(args):
+    from .bench.refine import bench_refine, format_refine
+    result = bench_refine(stream=args.stream, seed=args.seed, budget=args.budget, candidates=args.candidates or None,
+                          quantile=args.quantile, refit_every=args.refit_every, oracle_every=args.oracle_every,
+                          overhead_calls=args.overhead_calls, datasets=args.datasets, n_train=args.train,
+                          n_test=args.test)
+    _emit(args, result, format_refine(result))
+
+
 def cmd_bench_variants(args):
     from .bench.variants import bench_variants, format_variants
     result = bench_variants(_split(args.families), seed=args.seed, progress=not args.json,
@@ -309,6 +318,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--test", type=int, default=48, help="test inputs per family (default 48)")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_bench_variants)
+    p = bench.add_parser("refine", parents=[common],
+                         help="refining mode here: a histogram stream from a transferred model, against tune()")
+    p.add_argument("--stream", type=int, default=400, help="stream images (default 400)")
+    p.add_argument("--train", type=int, default=48, help="training images of the tune() comparison (default 48)")
+    p.add_argument("--test", type=int, default=48, help="test images (default 48)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--budget", type=float, default=0.02, help="largest share of calls that explore (default 0.02)")
+    p.add_argument("--candidates", type=int, default=2, help="variants an explored call runs (0: all; default 2)")
+    p.add_argument("--quantile", type=float, default=0.25, help="share of candidate calls judged uncertain")
+    p.add_argument("--refit-every", type=int, default=4,
+                   help="new target rows between refits (default 4: a short stream explores few calls)")
+    p.add_argument("--oracle-every", type=int, default=20,
+                   help="time every variant on every N-th stream image to estimate the optimum (default 20)")
+    p.add_argument("--overhead-calls", type=int, default=20000, help="calls per side of the overhead measurement")
+    p.add_argument("--datasets", default=None, help="folder of recorded <device>/histogram data (default: datasets/)")
+    p.set_defaults(func=cmd_bench_refine)
     p = bench.add_parser("cvdfs", parents=[common], help="CV-DFS time against from-scratch fits")
     p.add_argument("dataset", help="measurement directory (layout of spmv_ginkgo)")
     p.add_argument("--target", help="target device (default: the first one)")

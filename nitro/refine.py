@@ -47,6 +47,7 @@ variant is run and timed is passed in (:class:`TimedRun` here, recorded times th
 """
 from __future__ import annotations
 
+import bisect
 import hashlib
 import itertools
 import math
@@ -168,9 +169,10 @@ class Refiner:
         self._calls = itertools.count(1)
         self._lock = threading.Lock()          # the decision: budget, margins, random order
         self._rows_lock = threading.Lock()     # the refit data
-        self._margins: deque[float] = deque(maxlen=int(window))
+        self._margins: deque[float] = deque(maxlen=int(window))    # in arrival order
+        self._sorted_margins: list[float] = []                       # the same, sorted
         self._rng = random.Random(seed)
-        self._rows: dict[str, tuple[list[float], dict[str, float], dict[str, str]]] = {}
+        self._rows: dict[tuple, tuple[list[float], dict[str, float], dict[str, str]]] = {}   # by feature values
         self._since_refit = 0
         self._refit_lock = threading.Lock()
         self._stopped = False
@@ -215,28 +217,33 @@ class Refiner:
                 return None
         d = self._dispatcher
         model = d.model
-        scores = model.scores([values])[0]
+        scores = model.compiled().scores_one(values)          # C++ for kernel models
+        if scores is None:
+            scores = model.scores([values])[0].tolist()
         allowed = [i for i, v in enumerate(model.variants) if d._valid(v, values)]
         if len(allowed) < 2:
             return None
         ranked = sorted(allowed, key=lambda i: -scores[i])
         margin = float(scores[ranked[0]] - scores[ranked[1]])
         limit = len(ranked) if self.candidates is None else self.candidates - 1
+        key = tuple(values)
         with self._rows_lock:                  # what earlier calls on these features already timed
-            timed = self._rows.get(feature_id(values), (None, {}, None))[1]
+            timed = self._rows.get(key, (None, {}, None))[1]
         others = [model.variants[i] for i in ranked if model.variants[i] != choice and model.variants[i] not in timed]
         if not others:
             return None
         others = others[:limit]
         with self._lock:
             self._counts["candidate_calls"] += 1
-            window = self._margins
+            ordered = self._sorted_margins
             uncertain = True                       # too few margins to rank: explore
-            if window and len(window) >= self.warmup:
-                ordered = sorted(window)
+            if ordered and len(ordered) >= self.warmup:
                 self.threshold = ordered[min(len(ordered) - 1, int(self.quantile * len(ordered)))]
                 uncertain = margin <= self.threshold
-            window.append(margin)
+            if len(self._margins) == self._margins.maxlen:
+                del ordered[bisect.bisect_left(ordered, self._margins.popleft())]
+            self._margins.append(margin)
+            bisect.insort(ordered, margin)
             if not uncertain:
                 return None
             if self._counts["explored"] + 1 > self.budget * self.calls + 1:
@@ -261,6 +268,10 @@ class Refiner:
         self._record(values, ex)
         return ex
 
+    def timed(self, variants: Mapping[str, Callable], args: tuple) -> TimedRun:
+        """The real way of running a call's variants (:class:`TimedRun`)."""
+        return TimedRun(variants, args)
+
     def maybe_explore(self, values: Sequence[float], choice: str,
                       run: Callable[[str], tuple[Any, float]]) -> Exploration | None:
         """The refining step of a candidate call (after :meth:`tick`): ``None`` when the call
@@ -277,11 +288,11 @@ class Refiner:
             self.extra_seconds += sum(t for v, t in ex.times.items() if v != ex.choice and math.isfinite(t))
             if not finite:
                 return
-            iid = feature_id(values)
-            feats, times, failed = self._rows.get(iid, (list(map(float, values)), {}, {}))
+            key = tuple(values)
+            feats, times, failed = self._rows.get(key, (list(map(float, values)), {}, {}))
             times = {**times, **ex.times}
             failed = {v: why for v, why in {**failed, **reasons}.items() if not math.isfinite(times[v])}
-            self._rows[iid] = (feats, times, failed)
+            self._rows[key] = (feats, times, failed)
             self._since_refit += 1
             due = self._since_refit >= self.refit_every
             if due:
@@ -289,7 +300,7 @@ class Refiner:
             self._counts["rows_recorded"] += 1
         if self._queue is not None:
             variants = self._dispatcher.variants
-            row = TrainingRow(iid, dict(zip(self._dispatcher.features, feats)),
+            row = TrainingRow(feature_id(feats), dict(zip(self._dispatcher.features, feats)),
                               {v: (None if not math.isfinite(t) else t) for v, t in times.items() if v in variants},
                               failed)
             try:

@@ -123,10 +123,9 @@ class CodeVariant:
     def _refining_call(self, refiner, args: tuple) -> Any:
         """A candidate call of refining mode: explore it if the model is unsure, and return
         what the plain call would have returned (see :mod:`nitro.refine`)."""
-        from .refine import TimedRun
         values = self.compute_features(*args)
         choice = self._dispatcher.choose(values)
-        ex = refiner.maybe_explore(values, choice, TimedRun(self.variants, args))
+        ex = refiner.maybe_explore(values, choice, refiner.timed(self.variants, args))
         if ex is None:
             return self._run(choice, args)
         if choice in ex.results:

@@ -69,6 +69,22 @@ def test_compiled_kernel_model_equals_numpy():
     model = SelectorModel.from_dict(model.to_dict())
     T = rng.normal(size=(2000, 2)) * [100, 3]
     assert list(model.compiled().predict_batch(T)) == list(model.predict_index(T))
+    scores = np.array([model.compiled().scores_one(list(row)) for row in T[:200]])
+    assert np.allclose(scores, model.scores(T[:200]), rtol=1e-12, atol=1e-12)
+    assert model.compiled().scores_one([1.0, float("nan")]) is None
+
+
+def test_scores_argmax_is_the_choice_for_every_kind():
+    """``scores`` is what refining mode ranks candidates by: its argmax must be the choice;
+    kinds without compiled scores answer ``None`` from ``scores_one``."""
+    rng = np.random.default_rng(4)
+    X = rng.random((80, 3))
+    est = SVMSelector().fit(X, np.where(X[:, 0] > 0.5, "x", np.where(X[:, 1] > 0.5, "y", "z")))
+    model = SelectorModel.from_estimator(est, ["a", "b", "c"])
+    assert list(model.scores(X).argmax(axis=1)) == list(model.predict_index(X))
+    assert model.compiled().scores_one(list(X[0])) is None
+    const = SelectorModel(variants=["x", "y"], input_features=["a"], kind="constant", params={"label": 1})
+    assert const.scores([[1.0], [2.0]]).tolist() == [[0.0, 1.0], [0.0, 1.0]]
 
 
 @pytest.mark.parametrize("values", [[1.0, 2.0], [1.0, 2.0, 3.0, 4.0], [1.0, float("nan"), 3.0],

@@ -133,19 +133,27 @@ def make_image(kind: str, nbytes: int, rng: np.random.Generator, photos=None) ->
     raise ValueError(f"unknown image kind {kind!r}; known: {KINDS}")
 
 
-def make_inputs(count: int, seed: int, min_bytes: int = MIN_BYTES, max_bytes: int = MAX_BYTES):
-    """``count`` images, sizes log-uniform in [min_bytes, max_bytes], kinds in turn;
-    returns ``(images, ids)``. Deterministic for a seed."""
+def iter_inputs(count: int, seed: int, min_bytes: int = MIN_BYTES, max_bytes: int = MAX_BYTES):
+    """``(image, id)`` pairs of :func:`make_inputs`, one at a time (a long stream of images
+    never has to fit in memory)."""
     if count < 0 or min_bytes < 1 or max_bytes < min_bytes:
         raise ValueError("make_inputs: need count >= 0 and 1 <= min_bytes <= max_bytes")
     rng = np.random.default_rng(seed)
     photos = _photos()
-    images, ids = [], []
     for i in range(count):
         kind = KINDS[i % len(KINDS)]
         nbytes = int(np.exp(rng.uniform(np.log(min_bytes), np.log(max_bytes))))
-        images.append(make_image(kind, nbytes, rng, photos))
-        ids.append(f"s{seed}-{i:04d}-{kind}-{images[-1].size}")
+        image = make_image(kind, nbytes, rng, photos)
+        yield image, f"s{seed}-{i:04d}-{kind}-{image.size}"
+
+
+def make_inputs(count: int, seed: int, min_bytes: int = MIN_BYTES, max_bytes: int = MAX_BYTES):
+    """``count`` images, sizes log-uniform in [min_bytes, max_bytes], kinds in turn;
+    returns ``(images, ids)``. Deterministic for a seed."""
+    images, ids = [], []
+    for image, iid in iter_inputs(count, seed, min_bytes, max_bytes):
+        images.append(image)
+        ids.append(iid)
     return images, ids
 
 

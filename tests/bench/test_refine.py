@@ -1,0 +1,47 @@
+"""``nitro bench refine`` end to end on a tiny run: a source folder relabelled from this
+repository's recorded histogram data (a device id that is not this machine's)."""
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from nitro.bench.refine import import_sources
+from nitro.cli import main
+from nitro.devices import cpu_device_id
+from nitro.store import Store
+
+RECORDED = "datasets/cpu_amd_epyc_2t/histogram"
+
+
+def relabelled(tmp_path, device="cpu_elsewhere"):
+    folder = tmp_path / device / "histogram"
+    folder.mkdir(parents=True)
+    src = Path(__file__).resolve().parents[2] / RECORDED
+    for name in ("devices.csv", "inputs.csv", "measurements.csv"):
+        frame = pd.read_csv(src / name)
+        if "device" in frame.columns:
+            frame["device"] = device
+        frame.to_csv(folder / name, index=False)
+    return tmp_path
+
+
+def test_import_sources_leaves_this_machine_out(tmp_path, embedded_redis):
+    embedded_redis.flushall()
+    root = relabelled(tmp_path)
+    relabelled(tmp_path, device=cpu_device_id())
+    store = Store(client=embedded_redis)
+    assert import_sources(store, root, exclude=cpu_device_id()) == ["cpu_elsewhere"]
+    assert store.devices("histogram") == ["cpu_elsewhere"]
+
+
+def test_bench_refine_json(tmp_path, capsys):
+    root = relabelled(tmp_path)
+    assert main(["bench", "refine", "--json", "--stream", "30", "--train", "6", "--test", "4", "--budget", "0.1",
+                 "--refit-every", "1", "--oracle-every", "10", "--overhead-calls", "300", "--datasets", str(root)]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["sources"] == ["cpu_elsewhere"] and r["device"] == cpu_device_id()
+    assert set(r["percent_of_optimum"]) == {"start (tune_from_source)", "refined", "tuned here (tune)"}
+    s = r["stats"]
+    assert s["explored"] <= 0.1 * s["calls"] + 1 and s["rows_written"] == s["rows_recorded"]
+    assert s["store_errors"] == 0 and r["oracle_images"] == 3 and r["overhead"]["calls"] == 300
+    assert main(["bench", "refine", "--datasets", str(tmp_path / "nothing")]) == 2
