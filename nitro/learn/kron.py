@@ -73,7 +73,10 @@ def device_kernel(D: np.ndarray, sources: list[int], target: int, gamma: float |
     effect, and its unit would set the target's distance), and the target's row is divided
     by its largest entry, so that its nearest sources keep their weight however far they are
     (an RBF row that vanishes would predict the sources' mean fraction, one constant choice
-    for every input)."""
+    for every input). A target farther from its nearest source than any source is from its own
+    nearest is outside what the sources show: its row is flattened by the ratio of those
+    squared distances, so that the farther out it lies, the more it gets the sources' pooled
+    model rather than one source's."""
     A = D[sources]
     mean, std = A.mean(axis=0), A.std(axis=0)
     varies = std > 1e-12 * np.maximum(np.abs(mean), 1.0)
@@ -82,4 +85,9 @@ def device_kernel(D: np.ndarray, sources: list[int], target: int, gamma: float |
     Z = (D[:, varies] - mean[varies]) / std[varies]
     g = gamma if gamma is not None else 1.0 / int(varies.sum())
     d2 = ((Z[sources] - Z[target]) ** 2).sum(axis=1)
-    return rbf(Z[sources], Z[sources], g), np.exp(-g * (d2 - d2.min()))
+    Kd = rbf(Z[sources], Z[sources], g)
+    among = -np.log(np.maximum(Kd, 1e-300)) / g + np.diag(np.full(len(sources), np.inf))
+    spread2 = among.min(axis=1).max() if len(sources) > 1 else 0.0
+    if d2.min() > spread2 > 0:   # outside the sources: flatten towards their pooled model
+        g = g * spread2 / d2.min()
+    return Kd, np.exp(-g * (d2 - d2.min()))
