@@ -8,9 +8,10 @@ device among the sources, not a rounding error beside them. Trees split on the d
 where the target's rows disagree with its neighbours' and so learn target behaviour no source
 shows, while inputs far from any target row keep the sources' answer.
 
-Measured on the Ginkgo SpMV data (2% of the training inputs, k-means picks): 96.8% of the
-optimum mean leave-one-GPU-out and 96.0% leave-one-family-out, against 96.0 and 96.0 for the
-residual correction of the kernel model (:mod:`nitro.transfer.fewshot`).
+Measured on the Ginkgo SpMV data (2% of the training inputs, k-means picks): 96.9% of the
+optimum mean leave-one-GPU-out and 96.3% leave-one-family-out, against 96.0 and 96.0 for the
+residual correction of the kernel model (:mod:`nitro.transfer.fewshot`, which refining mode
+uses to correct a kernel model in place).
 """
 from __future__ import annotations
 
