@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping
 
+import numpy as np
+
 from .dispatch import Dispatcher
 from .model import SelectorModel
 
@@ -105,6 +107,31 @@ class CodeVariant:
     def select(self, *args) -> str:
         """The variant that a call with ``args`` would run."""
         return self._dispatcher.choose(self.compute_features(*args))
+
+    def explain(self, *args) -> dict:
+        """How sure the model is of the choice for ``args``: the variant that would run, the
+        model's runner-up and the gap between their scores (:meth:`SelectorModel.scores`; for a
+        transferred kernel model, scores are predicted fractions of the optimum, so
+        ``expected_fraction`` is what the model expects the choice to reach), and the model's
+        predicted quality on this device when it has one (``tune_from_source``)."""
+        values = self.compute_features(*args)
+        choice = self._dispatcher.choose(values)
+        out = {"variant": choice, "model": self.model is not None}
+        if self.model is None:
+            return out
+        scores = self.model.scores([values])[0]
+        order = np.argsort(-scores, kind="stable")
+        out.update(scores=dict(zip(self.model.variants, scores.tolist())),
+                   runner_up=self.model.variants[order[1]] if len(order) > 1 else None,
+                   margin=float(scores[order[0]] - scores[order[1]]) if len(order) > 1 else float("inf"),
+                   overridden=choice != self.model.variants[order[0]])
+        if self.model.kind == "kernel":
+            out["expected_fraction"] = float(np.clip(scores[order[0]], 0.0, 1.0))
+        confidence = self.model.provenance.get("confidence")
+        if confidence:
+            out["predicted_quality"] = confidence["predicted_quality"]
+            out["level"] = confidence["level"]
+        return out
 
     def __call__(self, *args) -> Any:
         refiner = self._refiner
