@@ -115,11 +115,11 @@ def test_explain_reports_the_choice_its_runner_up_and_the_models_own_estimate():
                           params={"signed_log": True, "mean": [float(np.log1p(1.0))], "scale": [1.0], "gamma": 1.0,
                                   "centers": [[0.0]], "weights": [[0.5, -0.5]], "offset": [0.5, 0.9]},
                           provenance={"confidence": {"predicted_quality": 0.93, "level": "high"}})
-    cv = code_variant("ex", {"a": lambda x: x, "b": lambda x: x}, {"x": lambda x: float(x)})
+    cv = code_variant("ex", {"a": lambda x: x, "b": lambda x: x}, {"x": lambda x: float(x)}, default="b")
     cv.model = model
     near, far = cv.explain(1.0), cv.explain(1e6)
     assert near["variant"] == "a" and near["runner_up"] == "b" and np.isclose(near["margin"], 0.6)
     assert np.isclose(near["expected_fraction"], 1.0) and near["predicted_quality"] == 0.93
     assert far["variant"] == "b" and np.isclose(far["expected_fraction"], 0.9) and not far["overridden"]
     cv.add_constraint("a", lambda f: f["x"] > 10)    # the default runs where the model's choice may not
-    assert cv.explain(1.0)["overridden"] and cv.explain(1.0)["variant"] == cv.default
+    assert cv.explain(1.0)["overridden"] and cv.explain(1.0)["variant"] == "b"
