@@ -77,7 +77,7 @@ def cmd_bench_refine(args):
     result = bench_refine(stream=args.stream, seed=args.seed, budget=args.budget, candidates=args.candidates or None,
                           quantile=args.quantile, refit_every=args.refit_every, oracle_every=args.oracle_every,
                           overhead_calls=args.overhead_calls, datasets=args.datasets, n_train=args.train,
-                          n_test=args.test)
+                          n_test=args.test, repeats=args.repeats)
     _emit(args, result, format_refine(result))
 
 
@@ -329,6 +329,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quantile", type=float, default=0.25, help="share of candidate calls judged uncertain")
     p.add_argument("--refit-every", type=int, default=4,
                    help="new target rows between refits (default 4: a short stream explores few calls)")
+    p.add_argument("--repeats", type=int, default=1,
+                   help="rounds of the candidates per explored call, fastest kept (default 1)")
     p.add_argument("--oracle-every", type=int, default=20,
                    help="time every variant on every N-th stream image to estimate the optimum (default 20)")
     p.add_argument("--overhead-calls", type=int, default=20000, help="calls per side of the overhead measurement")

@@ -90,7 +90,7 @@ def replay(model: SelectorModel, X: np.ndarray, times: np.ndarray, stream: np.nd
         if ex is None:
             spent += float(times[i, index[choice]])
         else:
-            spent += sum(t for t in ex.times.values() if math.isfinite(t))
+            spent += ex.spent
     stats = refiner.stop()
     return {"model": dispatcher.model, "stats": stats, "stream_ratio": spent / float(best[stream].sum())}
 
@@ -163,17 +163,18 @@ def evaluate_online(m: Measurements, variants=None, devices=None, test_size: flo
 def format_online(r: dict) -> str:
     o = r["refiner"]
     stream = f"{r['passes']} shuffled passes over the training inputs" if r["passes"] else f"{r['stream_length']} calls"
+    width = max(24, *(len(n) + 14 for n in r["cross_kind"]), *(len(n) + 2 for n in r["targets"]))
     lines = [f"refining mode replayed: {len(r['devices'])} targets, variants {', '.join(r['variants'])}, "
              f"{r['n_train']} training / {r['n_test']} test inputs (seed {r['seed']}), {stream}",
              f"budget {o['budget']}, {o['candidates'] or 'all'} candidates per explored call, quantile "
              f"{o['quantile']}, refit every {o['refit_every']} rows; zero-shot: "
              f"{'CV-DFS ensemble' if r['cv_dfs'] else 'full-set Kronecker KRR'}",
              "stream time = sum of time spent / sum of the fastest variant's time; quality = % of optimum on test inputs",
-             "", f"{'target':<24}{'explored %':>11}{'stream 0-shot':>14}{'stream refined':>15}"
+             "", f"{'target':<{width}}{'explored %':>11}{'stream 0-shot':>14}{'stream refined':>15}"
              f"{'test 0-shot':>12}{'test refined':>13}{'refits':>7}"]
 
     def row(name, v, refits=""):
-        return (f"{name:<24}{v['explored_percent']:>11.2f}{v['zero_shot_stream_time_ratio']:>14.4f}"
+        return (f"{name:<{width}}{v['explored_percent']:>11.2f}{v['zero_shot_stream_time_ratio']:>14.4f}"
                 f"{v['stream_time_ratio']:>15.4f}{v['zero_shot_percent']:>12.1f}{v['refined_percent']:>13.1f}{refits:>7}")
     for name, v in r["targets"].items():
         lines.append(row(name, v, v["refits"]))

@@ -3,7 +3,7 @@
 A model built elsewhere (``tune_from_source``: other devices' data) is right on most inputs
 of a new device and unsure on some. In refining mode a small, bounded share of production
 calls, those on inputs where the current model is least sure, run the plausible variants
-instead of only the model's choice, each timed once; those timings become target rows,
+instead of only the model's choice, each timed; those timings become target rows,
 are recorded in the store from a background thread, and every ``refit_every`` new rows the
 model is refitted from them, also in the background, and swapped in atomically.
 
@@ -24,10 +24,13 @@ The budget is a hard bound: after ``n`` calls at most ``budget·n + 1`` have exp
 
 **What an explored call runs.** The model's choice and the next ``candidates − 1`` allowed
 variants by score that no earlier call on the same feature values has timed (an input whose
-allowed variants are all timed is not explored again), in a random order (so that no variant always finds the input in cache), each
-timed once with ``perf_counter``. Constraints are obeyed as in dispatch: an excluded variant is
-never run. The call returns what the model's choice returned, as it would have without refining
-(variants are functionally equivalent); a choice that raises is handled as dispatch handles it.
+allowed variants are all timed is not explored again), in a random order (so that no variant
+always finds the input in cache), each timed once with ``perf_counter`` (``repeats`` rounds in
+alternating order keep each variant's fastest, where single timings are noisy). Constraints
+are obeyed as in dispatch: an excluded variant is never run. The call returns what the model's
+choice returned, as it would have without refining (variants are functionally equivalent); a
+choice that raises is handled as dispatch handles it. Repeated inputs (equal feature values)
+share one row, each variant keeping its fastest time.
 
 **Recording and refitting.** Rows (:class:`nitro.measurement.TrainingRow`, input id from a hash
 of the feature values, the variants that ran timed, the others missing) go through a bounded
@@ -68,6 +71,8 @@ BUDGET = 0.02          # default share of calls that may explore
 QUANTILE = 0.25        # default share of candidate calls judged uncertain
 REFIT_EVERY = 16       # default new target rows between refits
 MIN_COMPLETE = 20      # complete rows before a non-kernel model is refitted as an on-device SVM
+# (the defaults were compared on the recorded SpMV data with `nitro evaluate DIR --online`:
+# see benchmarks/README.md, "Refining mode")
 _STOP = object()
 
 
@@ -96,13 +101,15 @@ class TimedRun:
 
 @dataclass
 class Exploration:
-    """What one explored call ran: ``results`` and ``times`` of the variants that returned,
-    ``errors`` of those that raised (their time in ``times`` is +inf)."""
+    """What one explored call ran: ``results`` and ``times`` (fastest of the repeats) of the
+    variants that returned, ``errors`` of those that raised (their time in ``times`` is +inf),
+    and ``spent``, the seconds of every run."""
     choice: str
     candidates: list[str]
     results: dict[str, Any] = field(default_factory=dict)
     times: dict[str, float] = field(default_factory=dict)
     errors: dict[str, BaseException] = field(default_factory=dict)
+    spent: float = 0.0
 
 
 def default_refit(base: SelectorModel, X: np.ndarray, times: np.ndarray,
@@ -135,7 +142,9 @@ class Refiner:
     memory only), under ``computation`` and ``device_id``. ``budget``: the largest share of
     calls that explore. ``candidates``: variants an explored call runs (``None``: every allowed
     one). ``quantile``, ``window``, ``warmup``: the uncertainty rule. ``refit_every``: new rows
-    between refits; ``refit(base, X, times)``: the refit (:func:`default_refit`).
+    between refits; ``refit(base, X, times)``: the refit (:func:`default_refit`). ``repeats``:
+    rounds of the candidates per explored call (alternating order, fastest kept), for noisy
+    machines where one timing of a millisecond call can be off by a factor.
     ``background=False`` refits synchronously in the calling thread (deterministic replay).
     """
 
@@ -143,15 +152,15 @@ class Refiner:
                  budget: float = BUDGET, candidates: int | None = 2, quantile: float = QUANTILE,
                  window: int = 256, warmup: int = 16, refit_every: int = REFIT_EVERY,
                  refit: Callable | None = None, queue_size: int = 1024, seed: int = 0,
-                 background: bool = True, on_stop: Callable | None = None):
+                 repeats: int = 1, background: bool = True, on_stop: Callable | None = None):
         if not 0.0 < budget <= 1.0:
             raise ValueError(f"the exploration budget is a share of calls in (0, 1], got {budget}")
         if not 0.0 < quantile <= 1.0:
             raise ValueError(f"quantile is a share of candidate calls in (0, 1], got {quantile}")
         if candidates is not None and candidates < 2:
             raise ValueError(f"an explored call compares at least 2 variants, got candidates={candidates}")
-        if refit_every < 1 or window < 1 or warmup < 0 or queue_size < 1:
-            raise ValueError("refit_every, window and queue_size must be positive, warmup not negative")
+        if refit_every < 1 or window < 1 or warmup < 0 or queue_size < 1 or repeats < 1:
+            raise ValueError("refit_every, window, queue_size and repeats must be positive, warmup not negative")
         model = dispatcher.model
         if model is None:
             raise ValueError(f"{computation}: refining mode refines a model: tune, tune_from_source or "
@@ -160,7 +169,7 @@ class Refiner:
             raise ValueError(f"{computation}: recording refined rows needs the device id they belong to")
         self.computation, self.device_id = computation, device_id
         self.budget, self.candidates, self.quantile = float(budget), candidates, float(quantile)
-        self.warmup, self.refit_every = int(warmup), int(refit_every)
+        self.warmup, self.refit_every, self.repeats = int(warmup), int(refit_every), int(repeats)
         self.stride = max(1, math.floor(self.quantile / self.budget))
         self.base = model
         self._dispatcher = dispatcher
@@ -259,12 +268,20 @@ class Refiner:
         """Run ``run_order`` with ``run(variant) -> (result, seconds)``, record the row, and
         refit when ``refit_every`` rows have come in since the last refit."""
         ex = Exploration(choice, list(run_order))
-        for v in run_order:
-            try:
-                ex.results[v], ex.times[v] = run(v)
-            except Exception as exc:  # a failing variant is a measurement, as in training
-                ex.errors[v] = exc
-                ex.times[v] = math.inf
+        for r in range(self.repeats):             # rounds in alternating order (ABBA): neither
+            for v in (run_order if r % 2 == 0 else run_order[::-1]):   # side always runs first
+                if v in ex.errors:
+                    continue
+                try:
+                    out, seconds = run(v)
+                except Exception as exc:  # a failing variant is a measurement, as in training
+                    ex.errors[v] = exc
+                    ex.times[v] = math.inf
+                    ex.results.pop(v, None)
+                    continue
+                ex.spent += seconds
+                ex.results.setdefault(v, out)
+                ex.times[v] = min(seconds, ex.times.get(v, math.inf))
         self._record(values, ex)
         return ex
 
@@ -283,14 +300,15 @@ class Refiner:
     def _record(self, values, ex: Exploration):
         finite = [t for t in ex.times.values() if math.isfinite(t)]
         reasons = {v: f"{type(e).__name__}: {e}"[:500] for v, e in ex.errors.items()}
+        own = ex.times.get(ex.choice, math.inf)
         with self._rows_lock:
-            self.explore_seconds += sum(finite)
-            self.extra_seconds += sum(t for v, t in ex.times.items() if v != ex.choice and math.isfinite(t))
+            self.explore_seconds += ex.spent
+            self.extra_seconds += ex.spent - (own if math.isfinite(own) else 0.0)
             if not finite:
                 return
             key = tuple(values)
             feats, times, failed = self._rows.get(key, (list(map(float, values)), {}, {}))
-            times = {**times, **ex.times}
+            times = {**times, **{v: min(t, times.get(v, math.inf)) for v, t in ex.times.items()}}
             failed = {v: why for v, why in {**failed, **reasons}.items() if not math.isfinite(times[v])}
             self._rows[key] = (feats, times, failed)
             self._since_refit += 1

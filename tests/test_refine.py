@@ -268,3 +268,23 @@ def test_refine_arguments_are_checked():
     with pytest.raises(ValueError, match="at least 2"):
         cv.refine(candidates=1)
     assert cv.refiner is None
+
+
+def test_repeats_alternate_the_order_and_keep_each_variants_fastest_time():
+    d = Dispatcher(VARIANTS, ["x"], "a")
+    d.set_model(kernel_model())
+    refiner = Refiner(d, "repeats", budget=1.0, quantile=1.0, repeats=3, refit_every=10_000, background=False)
+    seconds = {"a": [3.0, 1.0, 2.0], "b": [5.0, 4.0, 6.0], "c": [9.0, 9.0, 9.0]}
+    order = []
+
+    def run(v):
+        order.append(v)
+        return v, seconds[v][sum(o == v for o in order) - 1]
+
+    assert refiner.tick()
+    ex = refiner.maybe_explore([0.5], "a", run)
+    first = ex.candidates
+    assert order == first + first[::-1] + first and len(first) == 2 and "a" in first
+    assert ex.times["a"] == 1.0 and ex.spent == sum(sum(seconds[v]) for v in first)
+    other = next(v for v in first if v != "a")
+    assert ex.times[other] == min(seconds[other]) and refiner.extra_seconds == ex.spent - 1.0

