@@ -11,7 +11,8 @@ Two estimates from the data, averaged:
   which knows how far transfer falls short between these devices, but not this target.
 
 Neither is enough alone (the first is over-confident on a target unlike its sources, the
-second blind to the target). ``outside`` flags a target farther from its nearest source than
+second blind to the target; with a single source there is no held-out source, and the estimate
+is the model's own, marked "low"). ``outside`` flags a target farther from its nearest source than
 any source is from its own nearest: zero-shot is then an extrapolation, whatever the estimate.
 """
 from __future__ import annotations
@@ -46,7 +47,7 @@ def estimate_quality(scores: np.ndarray, held_out: dict[str, dict], D: np.ndarra
     predicted = 0.5 * (own + sources_q)
     distance, spread, nearest = nearest_distances(D, sources, target)
     outside = distance > spread
-    level = "low" if predicted < LOW or outside else "high"
+    level = "low" if predicted < LOW or outside or not qualities else "high"   # one source: unvalidated
     return {
         "predicted_quality": predicted, "self_estimate": own, "held_out_quality": sources_q,
         "held_out_worst": float(min(qualities)) if qualities else own,

@@ -78,8 +78,11 @@ def predict_held_out(prep: Prepared, temp: int, subsets: list[tuple], lam: float
 
 def held_out_results(prep: Prepared, subsets: list[tuple], lam: float = LAMBDA, groups=None) -> dict[str, dict]:
     """Per source, the quality (fraction of the optimum) and self-estimate (mean best score)
-    of the ``subsets``' model fitted without it: how well it transfers to devices it has not seen."""
+    of the ``subsets``' model fitted without it: how well it transfers to devices it has not seen
+    (nothing with a single source: there is nothing to fit it without)."""
     out = {}
+    if len(prep.sources) < 2:
+        return out
     for t in prep.sources:
         pred = predict_held_out(prep, t, subsets, lam, groups)
         out[prep.data.devices[t]] = {

@@ -35,3 +35,20 @@ def test_per_input_margins():
     r = per_input(np.array([[0.9, 0.5, 0.95], [0.2, 0.8, 0.1]]))
     assert r["choice"].tolist() == [2, 1] and r["runner_up"].tolist() == [0, 0]
     assert np.allclose(r["margin"], [0.05, 0.6]) and np.allclose(r["expected_fraction"], [0.95, 0.8])
+
+
+def test_a_single_source_gives_a_finite_estimate(store):
+    """One source: no held-out source to learn from, so the estimate is the model's own,
+    finite, and marked low (unvalidated)."""
+    from nitro.measurement import TrainingRow
+    from nitro.transfer.tune import tune_from_source
+    store.declare("one", ["a", "b"], ["x"])
+    for dev, speed in (("src", 1.0), ("tgt", 2.0)):
+        store.put_device(dev, {"speed": {"value": speed, "unit": "", "source": "datasheet"}})
+    store.put_rows("one", "src", [TrainingRow(f"x{x}", {"x": float(x)}, {"a": float(x), "b": 10.0})
+                                  for x in range(1, 21)])
+    model = tune_from_source(store, "one", ["a", "b"], ["x"], target="tgt", progress=False)
+    c = model.provenance["confidence"]
+    assert c["held_out"] == {} and np.isclose(c["predicted_quality"], c["self_estimate"])
+    assert c["level"] == "low" and c["advice"]
+    assert store.model("one", "tgt")["kind"] == "kernel"
