@@ -77,17 +77,32 @@ def device_kernel(D: np.ndarray, sources: list[int], target: int, gamma: float |
     nearest is outside what the sources show: its row is flattened by the ratio of those
     squared distances, so that the farther out it lies, the more it gets the sources' pooled
     model rather than one source's."""
-    A = D[sources]
-    mean, std = A.mean(axis=0), A.std(axis=0)
-    varies = std > 1e-12 * np.maximum(np.abs(mean), 1.0)
-    if not varies.any():       # the sources cannot be told apart: equal weights
+    Z = standardised_devices(D, sources)
+    if Z is None:              # the sources cannot be told apart: equal weights
         return np.ones((len(sources), len(sources))), np.ones(len(sources))
-    Z = (D[:, varies] - mean[varies]) / std[varies]
-    g = gamma if gamma is not None else 1.0 / int(varies.sum())
-    d2 = ((Z[sources] - Z[target]) ** 2).sum(axis=1)
+    g = gamma if gamma is not None else 1.0 / Z.shape[1]
+    d2, spread2 = source_distances(Z, sources, target)
     Kd = rbf(Z[sources], Z[sources], g)
-    among = -np.log(np.maximum(Kd, 1e-300)) / g + np.diag(np.full(len(sources), np.inf))
-    spread2 = among.min(axis=1).max() if len(sources) > 1 else 0.0
     if d2.min() > spread2 > 0:   # outside the sources: flatten towards their pooled model
         g = g * spread2 / d2.min()
     return Kd, np.exp(-g * (d2 - d2.min()))
+
+
+def standardised_devices(D: np.ndarray, sources: list[int]) -> np.ndarray | None:
+    """All devices' features standardised over ``sources``, keeping those that vary over them
+    (``None`` when none does)."""
+    A = D[sources]
+    mean, std = A.mean(axis=0), A.std(axis=0)
+    varies = std > 1e-12 * np.maximum(np.abs(mean), 1.0)
+    if not varies.any():
+        return None
+    return (D[:, varies] - mean[varies]) / std[varies]
+
+
+def source_distances(Z: np.ndarray, sources: list[int], target: int) -> tuple[np.ndarray, float]:
+    """Squared distances of ``target`` to each source, and the largest squared distance of a
+    source to its own nearest (0 for a single source): beyond it, the target is outside."""
+    d2 = ((Z[sources] - Z[target]) ** 2).sum(axis=1)
+    among = ((Z[sources][:, None] - Z[sources][None]) ** 2).sum(axis=2)
+    np.fill_diagonal(among, np.inf)
+    return d2, float(among.min(axis=1).max()) if len(sources) > 1 else 0.0

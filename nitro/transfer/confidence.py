@@ -19,21 +19,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..learn.kron import source_distances, standardised_devices
+
 LOW = 0.90       # below this predicted fraction, the estimate says "low" and advises measuring
 
 
 def nearest_distances(D: np.ndarray, sources: list[int], target: int) -> tuple[float, float, int]:
     """Standardised device-feature distance of ``target`` to its nearest source, the largest
     nearest-neighbour distance among the sources, and the nearest source's index."""
-    A = D[sources]
-    mean, std = A.mean(axis=0), A.std(axis=0)
-    varies = std > 1e-12 * np.maximum(np.abs(mean), 1.0)
-    Z = (D[:, varies] - mean[varies]) / std[varies] if varies.any() else np.zeros((len(D), 1))
-    d_target = np.sqrt(((Z[sources] - Z[target]) ** 2).sum(axis=1))
-    among = np.sqrt(((Z[sources][:, None] - Z[sources][None]) ** 2).sum(axis=2))
-    np.fill_diagonal(among, np.inf)
-    spread = float(among.min(axis=1).max()) if len(sources) > 1 else 0.0
-    return float(d_target.min()), spread, sources[int(d_target.argmin())]
+    Z = standardised_devices(D, sources)
+    if Z is None:
+        return 0.0, 0.0, sources[0]
+    d2, spread2 = source_distances(Z, sources, target)
+    return float(np.sqrt(d2.min())), float(np.sqrt(spread2)), sources[int(d2.argmin())]
 
 
 def estimate_quality(scores: np.ndarray, held_out: dict[str, dict], D: np.ndarray, sources: list[int],
