@@ -159,8 +159,7 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
                                groups=inner)
                     cols = [[data.device_features.index(f) for f in s] for s in r.subsets]
                     scores, _, _ = transfer_scores(prep, t, cols, inputs=test_t)
-                    if name in methods:
-                        pick[name] = scores.argmax(axis=1)
+                    pick[name] = scores.argmax(axis=1)
                     info[name] = {"features": r.features, "n_subsets": len(r.subsets), "seconds": r.seconds,
                                   "frequencies": r.frequencies, "held_out": r.held_out,
                                   "confidence": estimate_quality(scores, r.held_out, prep.D[:, prep.features],
