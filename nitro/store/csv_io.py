@@ -48,7 +48,8 @@ def _device_record(data: Measurements, device: str) -> tuple[dict, dict]:
 
 def import_computation(store: Store, computation: str, directory, variants=None, features=None) -> dict:
     """Read a dataset directory into the store under ``computation``. Validation happens
-    before anything is written; each device's rows are written in one transaction."""
+    before anything is written; each device's rows are written in transactions of
+    ``Store.BATCH`` rows."""
     data = load_dataset_dir(directory)
     variants = list(variants) if variants else data.variants
     features = list(features) if features else list(data.inputs.columns)

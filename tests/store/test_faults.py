@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from nitro import TimingPolicy, autotuner, code_variant
 from nitro.measurement import TrainingRow
@@ -76,21 +77,42 @@ def join(child, timeout=60.0):
     assert child.exitcode == 0
 
 
-def test_server_killed_while_recording_then_resumed(redis_server, tmp_path):
-    server = redis_server(args=PERSISTENT, password=PASSWORD)
+@pytest.fixture(params=["system", "cluster"])
+def killable(request):
+    """A password-protected, persistent store whose server (a cluster: the master serving the
+    ``inc`` computation's slot) a test SIGKILLs and starts again; ``.name`` as messages show it."""
+    if request.param == "system":
+        server = request.getfixturevalue("redis_server")(args=PERSISTENT, password=PASSWORD)
+        server.name, server.master = f"redis://:***@127.0.0.1:{server.port}/0", server
+        server.restart = server.start
+        return server
+    cluster = request.getfixturevalue("redis_cluster")(args=PERSISTENT, password=PASSWORD)
+    cluster.name = f"redis://:***@127.0.0.1:{cluster.nodes[0].port}/0?cluster=true"
+    cluster.master = cluster.master_of(keys.rows("inc", "dev"))
+    cluster.kill = cluster.master.kill
+
+    def restart():                    # same port, data directory and nodes.conf: its slots again
+        cluster.master.start()
+        cluster.wait_ok()
+    cluster.restart = restart
+    return cluster
+
+
+def test_server_killed_while_recording_then_resumed(killable, tmp_path):
+    server = killable
     counter, outcome = tmp_path / "calls.txt", tmp_path / "outcome.txt"
     rows_key = keys.rows("inc", "dev")
     ctx = multiprocessing.get_context("fork")
     child = ctx.Process(target=record_all, args=(server.url, counter, outcome))
     child.start()
-    wait_for(lambda: server.client().hlen(rows_key) >= 10, what="10 recorded rows")
+    wait_for(lambda: server.master.client().hlen(rows_key) >= 10, what="10 recorded rows")
     server.kill()
     join(child)
     message = outcome.read_text()
-    assert message.startswith(f"StoreError: store redis://:***@127.0.0.1:{server.port}/0")
+    assert message.startswith(f"StoreError: store {server.name}"), message
     assert PASSWORD not in message
 
-    server.start()                                 # same port, same data directory
+    server.restart()                               # same port, same data directory
     store = Store(server.url)
     rows = store.rows("inc", "dev")                # every stored row parses: none is partial
     recorded = {r.input_id for r in rows}
