@@ -1,10 +1,14 @@
-"""pycuda access shared by nitro's GPU code: why CUDA cannot be used here, and one context.
+"""pycuda access shared by nitro's GPU code: why CUDA cannot be used here, the primary context
+in any thread, and whether this process has loaded the CUDA driver (and so must not fork).
 
 Nothing here imports pycuda at module import, so nitro imports on machines with no GPU,
 no driver and no pycuda; the GPU code asks :func:`unavailable` first and reports the reason.
 """
 from __future__ import annotations
 
+import os
+import sys
+import threading
 from contextlib import contextmanager
 from functools import lru_cache
 
@@ -35,48 +39,89 @@ def variants_unavailable() -> str | None:
     return unavailable()
 
 
-def device_id() -> str | None:
-    """The stable id of the GPU the context is on (``nvidia_h100_80gb_hbm3``…), so that
-    training rows of a GPU family are recorded under the GPU; ``None`` without a usable GPU."""
-    if variants_unavailable() is not None:
-        return None
-    from .devices.gpu import gpu_device_id
-    return gpu_device_id(context().Context.get_device().name())
+def driver_loaded() -> bool:
+    """Whether this process has loaded the CUDA driver library (``libcuda.so``, mapped by
+    pycuda, the CUDA runtime of nitro's variants, CuPy, PyTorch…). After ``cuInit`` a forked
+    child cannot use CUDA ("initialization error"), so measurement never forks such a process."""
+    try:
+        with open("/proc/self/maps", encoding="ascii", errors="replace") as maps:
+            for line in maps:
+                if os.path.basename(line.rstrip()).startswith("libcuda.so"):
+                    return True
+    except OSError:  # no procfs (not Linux): only what Python has imported can tell
+        pass
+    return "pycuda._driver" in sys.modules
 
 
-def context():
-    """Make the primary CUDA context of the first GPU (``$CUDA_DEVICE`` picks another) current
-    and return the ``pycuda.driver`` module; raises ``RuntimeError`` with the reason when CUDA
-    is unavailable. The primary context is the one the CUDA runtime uses, so nitro's compiled
-    CUDA variants and pycuda share it; it stays current until the interpreter exits."""
-    reason = unavailable()
-    if reason:
-        raise RuntimeError(f"CUDA is not available: {reason}")
-    import pycuda.autoprimaryctx  # noqa: F401  (retains and pushes the primary context once)
-    import pycuda.driver as drv
-    return drv
+def default_index() -> int:
+    """The GPU nitro's CUDA families run on: ``$CUDA_DEVICE`` (as pycuda reads it), else 0."""
+    value = os.environ.get("CUDA_DEVICE", "0")
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"CUDA_DEVICE must be a GPU index, got {value!r}") from None
 
 
 _primary: dict = {}
+_lock = threading.Lock()
+
+
+def _primary_context(drv, index: int):
+    """The process's one pycuda object for GPU ``index``'s primary context (retained once, kept
+    for the process's life so that modules and memory made in it stay valid). One object for
+    every thread: pycuda frees memory without switching contexts when the context current in the
+    freeing thread is the very object the memory was allocated under."""
+    with _lock:
+        if index not in _primary:
+            _primary[index] = drv.Device(index).retain_primary_context()
+        return _primary[index]
 
 
 @contextmanager
-def on_device(index: int = 0):
-    """Run a block in the primary CUDA context of GPU ``index`` (pushed, then popped; kept
-    retained for the process's life so that modules and memory made in it stay valid);
-    yields ``pycuda.driver``. Raises ``RuntimeError`` with the reason when CUDA is unavailable."""
+def on_device(index: int | None = None):
+    """Run a block with the primary CUDA context of GPU ``index`` (:func:`default_index` when
+    ``None``) current in the calling thread, whichever thread that is (a context is current per
+    thread: one made current at import serves only the importing thread); yields
+    ``pycuda.driver``. Pushed for the block and popped after it, unless it was current already.
+    Nitro's compiled CUDA variants share it: the primary context is the CUDA runtime's.
+    Raises ``RuntimeError`` with the reason when CUDA is unavailable."""
     reason = unavailable()
     if reason:
         raise RuntimeError(f"CUDA is not available: {reason}")
     import pycuda.driver as drv
+    ctx = _primary_context(drv, default_index() if index is None else index)
     current = drv.Context.get_current()
-    if current is not None and current.get_device().pci_bus_id() == drv.Device(index).pci_bus_id():
-        yield drv  # already on that GPU (e.g. after context())
+    if current is not None and current.handle == ctx.handle:
+        yield drv
         return
-    if index not in _primary:
-        _primary[index] = drv.Device(index).retain_primary_context()
-    _primary[index].push()
+    ctx.push()
     try:
         yield drv
     finally:
         drv.Context.pop()
+
+
+def device_id() -> str | None:
+    """The stable id of the GPU the CUDA families run on (``nvidia_h100_80gb_hbm3``…), so that
+    training rows of a GPU family are recorded under the GPU; ``None`` without a usable GPU."""
+    if variants_unavailable() is not None:
+        return None
+    from .devices.gpu import gpu_device_id
+    with on_device() as drv:
+        return gpu_device_id(drv.Context.get_device().name())
+
+
+_pools: dict = {}
+
+
+def memory_pool():
+    """A pycuda ``DeviceMemoryPool`` for the current context: outputs allocated from it cost no
+    ``cuMemAlloc`` after the first call of a size, so timings are of kernels, not allocation.
+    Call inside :func:`on_device`."""
+    import pycuda.driver as drv
+    from pycuda.tools import DeviceMemoryPool
+    handle = drv.Context.get_current().handle
+    with _lock:
+        if handle not in _pools:
+            _pools[handle] = DeviceMemoryPool()
+        return _pools[handle]

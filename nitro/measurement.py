@@ -14,6 +14,15 @@ worker process (:mod:`nitro.measurement_worker`), so one that segfaults or runs 
 instead of taking the tuner down; the cost is one fork per input (17-30 ms measured on a
 loaded 2-core machine, under 10% of the default policy's timing work).
 ``isolate=False`` measures in this process.
+
+GPU code variants are measured in this process, automatically: once a process has loaded the
+CUDA driver (:func:`nitro.cuda.driver_loaded`: it uploaded inputs, listed a GPU, ran a kernel)
+a forked child cannot use CUDA, so every variant would fail with "initialization error". A
+fresh worker (spawn/forkserver) would have to import nitro (2.3-2.4 s measured on this 2-core
+machine, against 17-30 ms for a fork), create its own context and receive inputs that live in
+the parent's GPU memory, which pycuda arrays cannot be pickled to carry; in-process costs
+nothing. The price: a GPU variant that hangs is not timed out, and one that faults takes the
+tuner with it (a CUDA fault also poisons the whole context, so no worker could go on with it).
 """
 from __future__ import annotations
 
@@ -23,6 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
+
+from . import cuda
 
 
 @dataclass(frozen=True)
@@ -188,7 +199,7 @@ def measure_variants(variants: Mapping[str, Callable], args: tuple, *, reference
         order.insert(0, reference_variant)
     runnable = [v for v in order if allowed is None or allowed.get(v, True)]
     failed.update({n: "excluded by constraint" for n in order if n not in runnable})
-    if policy.isolate:
+    if policy.isolate and not cuda.driver_loaded():   # CUDA does not survive a fork
         from .measurement_worker import measure_isolated
         got, why = measure_isolated(variants, runnable, args, reference=reference, check=check, policy=policy,
                                     early_stopping=early_stopping, counts=counts)

@@ -19,7 +19,8 @@ in-process (3-5 ms per variant) on a shared 2-core machine at load 5; it is the 
 ~160 MB process with NumPy, pandas and scikit-learn loaded. The default policy spends at
 least 0.05 s timing each variant, so isolation adds under 10% to tuning. Timings taken in
 the child are as accurate as in-process ones: the variant runs in a copy of the same
-process. POSIX only (``os.fork``).
+process. POSIX only (``os.fork``). Never used once the process has loaded the CUDA driver
+(:func:`nitro.measurement.measure_variants` measures in-process then): a forked child cannot use CUDA.
 """
 from __future__ import annotations
 

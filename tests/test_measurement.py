@@ -62,3 +62,57 @@ def test_time_interleaved_takes_turns_and_times_each_function_apart():
     calls.clear()
     time_interleaved([fast, slow], (), TimingPolicy(min_repeats=2, max_repeats=50, target_seconds=0.004))
     assert 2 * 2 <= len(calls) < 2 * 50
+
+
+_FORKS_SCRIPT = r'''
+import ctypes, json, os, sys
+import numpy as np
+from nitro import autotuner, cuda
+from nitro.benchmarks import histogram_cuda
+from nitro.measurement import TimingPolicy, measure_variants
+
+forks = [0]
+os.register_at_fork(before=lambda: forks.__setitem__(0, forks[0] + 1))
+policy = TimingPolicy(min_repeats=1, max_repeats=1, target_seconds=0.0)   # isolate=True, the default
+pids = []
+
+def variant(x):
+    pids.append(os.getpid())      # seen by this process only when the variant ran in it
+    return x
+
+def measure():
+    forks[0], pids[:] = 0, []
+    measure_variants({"a": variant, "b": variant}, (np.arange(3),), reference_variant="a", policy=policy)
+    cv = histogram_cuda.make_code_variant()
+    tuner = autotuner("histogram_cuda", policy=policy, progress=False)
+    tuner.set_training_args([np.arange(300, dtype=np.uint8)], ids=["img"])
+    tuner.measure(cv)
+    return {"loaded": cuda.driver_loaded(), "forks": forks[0], "in_process": pids.count(os.getpid())}
+
+before = measure()
+ctypes.CDLL(sys.argv[1])
+print(json.dumps({"before": before, "after": measure()}))
+'''
+
+
+def test_no_fork_once_the_process_has_loaded_the_cuda_driver(tmp_path):
+    """A GPU family is measured in-process once the CUDA driver is loaded (a forked child cannot
+    use CUDA): the same measurements fork before and never after, observed by a fork hook in a
+    fresh Python that loads a stand-in ``libcuda.so.1`` (an empty library, named as the driver)."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+    compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("c++")
+    if compiler is None:
+        pytest.skip("no C compiler to build the stand-in driver library")
+    (tmp_path / "empty.c").write_text("int nitro_stand_in_for_the_cuda_driver;\n")
+    lib = tmp_path / "libcuda.so.1"
+    subprocess.run([compiler, "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "empty.c")], check=True)
+    run = subprocess.run([sys.executable, "-c", _FORKS_SCRIPT, str(lib)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert result["before"]["loaded"] is False and result["before"]["forks"] >= 2
+    assert result["before"]["in_process"] == 0
+    assert result["after"]["loaded"] is True and result["after"]["forks"] == 0
+    assert result["after"]["in_process"] >= 2

@@ -11,11 +11,15 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_run_length_encode.cuh>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace nitro::cuda {
 namespace {
@@ -33,17 +37,48 @@ void check(cudaError_t err, const char* what) {
     throw std::runtime_error(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(err));
 }
 
-// Device scratch memory, stream-ordered where the device supports memory pools.
+int current_device() {
+  int device = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  return device;
+}
+
+// nitro's stream-ordered memory pool on a device (nullptr where the device has no memory pools).
+// Its release threshold is unlimited: memory freed at the end of a call stays in the pool and
+// the next call's scratch is a sub-allocation, not a cudaMalloc (with the default threshold, 0,
+// every call would hand memory back to the driver and pay for it again inside the timing).
+// A pool of its own leaves the device's default pool, which the caller may use, as it is.
+cudaMemPool_t scratch_pool(int device) {
+  static std::mutex mutex;
+  static std::map<int, cudaMemPool_t> pools;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto found = pools.find(device);
+  if (found != pools.end()) return found->second;
+  int supported = 0;
+  check(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device), "querying memory pools");
+  cudaMemPool_t pool = nullptr;
+  if (supported) {
+    cudaMemPoolProps props = {};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    check(cudaMemPoolCreate(&pool, &props), "creating the scratch memory pool");
+    std::uint64_t unlimited = UINT64_MAX;
+    check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &unlimited),
+          "keeping scratch memory in its pool");
+  }
+  pools.emplace(device, pool);
+  return pool;
+}
+
+// Device scratch memory from nitro's pool (stream-ordered), cudaMalloc where pools are unsupported.
 class Scratch {
  public:
   Scratch(std::size_t bytes, cudaStream_t stream) : stream_(stream) {
-    cudaError_t err = cudaMallocAsync(&ptr_, bytes, stream);
-    if (err == cudaErrorNotSupported) {
-      (void)cudaGetLastError();
-      async_ = false;
-      err = cudaMalloc(&ptr_, bytes);
-    }
-    check(err, "allocating scratch memory");
+    cudaMemPool_t pool = scratch_pool(current_device());
+    async_ = pool != nullptr;
+    check(async_ ? cudaMallocFromPoolAsync(&ptr_, bytes, pool, stream) : cudaMalloc(&ptr_, bytes),
+          "allocating scratch memory");
   }
   ~Scratch() {
     if (ptr_) (void)(async_ ? cudaFreeAsync(ptr_, stream_) : cudaFree(ptr_));
@@ -175,15 +210,29 @@ bool start(Launch& l, std::uintptr_t data, std::size_t n, std::uintptr_t bins, s
   return n > 0;
 }
 
+// Blocks that fill a device with a kernel (SMs x resident blocks per SM), queried once per
+// kernel and device rather than on every launch.
+template <class Kernel>
+std::size_t resident_blocks(Kernel kernel, int device) {
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, int>, std::size_t> known;
+  const auto key = std::make_pair(reinterpret_cast<const void*>(kernel), device);
+  std::lock_guard<std::mutex> lock(mutex);
+  auto found = known.find(key);
+  if (found != known.end()) return found->second;
+  int sms = 0, per_sm = 0;
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "querying multiprocessors");
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0), "querying occupancy");
+  const std::size_t full = static_cast<std::size_t>(std::max(1, sms * std::max(1, per_sm)));
+  known.emplace(key, full);
+  return full;
+}
+
 // Enough blocks to fill the device (occupancy-limited), no more than the work needs.
 template <class Kernel>
 int grid_size(Kernel kernel, std::size_t n, std::size_t items_per_block) {
-  int device = 0, sms = 0, per_sm = 0;
-  check(cudaGetDevice(&device), "cudaGetDevice");
-  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "querying multiprocessors");
-  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0), "querying occupancy");
   const std::size_t needed = (n + items_per_block - 1) / items_per_block;
-  const std::size_t full = static_cast<std::size_t>(std::max(1, sms * std::max(1, per_sm)));
+  const std::size_t full = resident_blocks(kernel, current_device());
   return static_cast<int>(std::max<std::size_t>(1, std::min(needed, full)));
 }
 

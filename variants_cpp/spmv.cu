@@ -38,7 +38,7 @@ __global__ void csr_scalar_kernel(int n_rows, const int* __restrict__ indptr,
   const int row = blockIdx.x * blockDim.x + threadIdx.x;
   if (row >= n_rows) return;
   double sum = 0.0;
-  for (int k = indptr[row]; k < indptr[row + 1]; ++k) sum += data[k] * x[indices[k]];
+  for (long long k = indptr[row]; k < indptr[row + 1]; ++k) sum += data[k] * x[indices[k]];
   y[row] = sum;
 }
 
@@ -51,7 +51,9 @@ __global__ void csr_vector_kernel(int n_rows, const int* __restrict__ indptr,
   const int lane = threadIdx.x % kWarp;
   if (row >= n_rows) return;  // whole warps leave together: blockDim is a multiple of 32
   double sum = 0.0;
-  for (int k = indptr[row] + lane; k < indptr[row + 1]; k += kWarp) sum += data[k] * x[indices[k]];
+  // 64-bit: k + kWarp would overflow int for a row ending near 2^31 nonzeros.
+  for (long long k = static_cast<long long>(indptr[row]) + lane; k < indptr[row + 1]; k += kWarp)
+    sum += data[k] * x[indices[k]];
   for (int offset = kWarp / 2; offset > 0; offset /= 2)
     sum += __shfl_down_sync(0xffffffffu, sum, offset);
   if (lane == 0) y[row] = sum;

@@ -3,8 +3,10 @@
 on pycuda ``GPUArray`` inputs and outputs, so the family tunes on a GPU through the same API.
 
 pycuda is imported on first use only; :func:`unavailable` says why the family cannot run here.
-Every variant synchronises the context before it returns, so that a host timer measures the
-kernels (the input stays on the GPU: no transfer is timed).
+Every variant makes the primary context current in the calling thread (:func:`nitro.cuda.on_device`),
+takes its output from a memory pool (no ``cuMemAlloc`` per call once warm: the kernels' scratch
+comes from a pool too, see ``histogram.cu``) and synchronises before it returns, so that a host
+timer measures the kernels (the input stays on the GPU: no transfer is timed).
 """
 from __future__ import annotations
 
@@ -26,7 +28,6 @@ def _launchers():
     reason = unavailable()
     if reason:
         raise RuntimeError(f"CUDA histogram variants unavailable: {reason}")
-    cuda.context()
     return _variants.histogram_cuda
 
 
@@ -53,9 +54,10 @@ def _wrap(name):
         launch = getattr(_launchers(), name)
         from pycuda import gpuarray
         data = _as_device_u8(data)
-        bins = gpuarray.empty(BINS, dtype=np.uint64)
-        launch(_pointer(data), int(data.size), _pointer(bins), 0)
-        cuda.context().Context.synchronize()
+        with cuda.on_device() as drv:
+            bins = gpuarray.empty(BINS, dtype=np.uint64, allocator=cuda.memory_pool().allocate)
+            launch(_pointer(data), int(data.size), _pointer(bins), 0)
+            drv.Context.synchronize()
         return bins
     variant.__name__ = name
     variant.__doc__ = f"256-bin histogram of a uint8 GPUArray, CUDA variant {name} (returns a uint64 GPUArray)"
@@ -67,7 +69,10 @@ VARIANTS = {name: _wrap(name) for name in VARIANT_NAMES}
 
 def to_host(array) -> np.ndarray:
     """A GPUArray's contents as a NumPy array (NumPy arrays pass through)."""
-    return array if isinstance(array, np.ndarray) else array.get()
+    if isinstance(array, np.ndarray):
+        return array
+    with cuda.on_device():
+        return array.get()
 
 
 def reference(data) -> np.ndarray:
@@ -103,15 +108,15 @@ def subsample_std(data, samples: int = 1024) -> float:
         return 0.0
     step = max(1, size // samples)
     picked = np.empty((size + step - 1) // step, dtype=np.uint8)
-    drv = cuda.context()
-    copy = drv.Memcpy2D()
-    copy.set_src_device(_pointer(data))
-    copy.src_pitch = step
-    copy.set_dst_host(picked)
-    copy.dst_pitch = 1
-    copy.width_in_bytes = 1
-    copy.height = picked.size
-    copy(aligned=False)
+    with cuda.on_device() as drv:
+        copy = drv.Memcpy2D()
+        copy.set_src_device(_pointer(data))
+        copy.src_pitch = step
+        copy.set_dst_host(picked)
+        copy.dst_pitch = 1
+        copy.width_in_bytes = 1
+        copy.height = picked.size
+        copy(aligned=False)
     return float(picked.std())
 
 
@@ -128,10 +133,10 @@ def make_code_variant(name: str = "histogram_cuda") -> CodeVariant:
 
 def to_device(images) -> list:
     """Upload host images as flat uint8 GPUArrays."""
-    cuda.context()
-    from pycuda import gpuarray
     flat = [np.ascontiguousarray(img, dtype=np.uint8).reshape(-1) for img in images]
-    return [gpuarray.to_gpu(a) if a.size else gpuarray.empty(0, np.uint8) for a in flat]
+    with cuda.on_device():
+        from pycuda import gpuarray
+        return [gpuarray.to_gpu(a) if a.size else gpuarray.empty(0, np.uint8) for a in flat]
 
 
 def train_test_inputs(n_train: int = 48, n_test: int = 48, seed: int = 0):

@@ -2,14 +2,16 @@
 
 pycuda is the optional extra ``gpu`` and is imported on first use. Inputs are
 ``(DeviceMatrix, x_gpu)``: the matrix's formats are uploaded to the GPU on first use and
-kept there, ``x_gpu`` is a ``pycuda.gpuarray.GPUArray``; a variant returns ``y`` as a new
-GPUArray. The kernels get the arrays' device pointers, so nothing is copied per call. The
-pycuda context is the device's primary context, the one the CUDA runtime in
-``nitro._variants`` uses too.
+kept there, ``x_gpu`` is a contiguous float64 ``pycuda.gpuarray.GPUArray``; a variant returns
+``y`` as a new GPUArray taken from a memory pool (no ``cuMemAlloc`` per call once warm). The
+kernels get the arrays' device pointers, so nothing is copied per call. Every call makes the
+device's primary context current in the calling thread (:func:`nitro.cuda.on_device`), the
+context the CUDA runtime in ``nitro._variants`` uses too.
 """
 from __future__ import annotations
 
 import importlib.util
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -24,19 +26,17 @@ VARIANT_NAMES = ["csr_scalar", "csr_vector", "ell", "dia"]
 unavailable = cuda.variants_unavailable   # None when the family can run here, else why not
 
 
+@contextmanager
 def gpuarray():
-    """pycuda's gpuarray module on a live primary context, or an ImportError/RuntimeError
-    saying what is missing."""
+    """pycuda's gpuarray module, for a block run with the primary context current in this
+    thread; an ImportError/RuntimeError saying what is missing."""
     if not _variants.HAVE_CUDA:
         raise RuntimeError("nitro was built without CUDA variants (no nvcc when it was built)")
     if importlib.util.find_spec("pycuda") is None:
         raise ImportError("the CUDA SpMV variants need pycuda: pip install 'nitro[gpu]'")
-    try:
-        import pycuda.autoprimaryctx  # noqa: F401  (makes the primary context current)
+    with cuda.on_device():
         from pycuda import gpuarray as module
-    except Exception as exc:  # no driver library (ImportError) or no device (pycuda's errors)
-        raise RuntimeError(f"no usable CUDA driver or device: {type(exc).__name__}: {exc}") from None
-    return module
+        yield module
 
 
 def _ptr(array) -> int:
@@ -62,8 +62,8 @@ class DeviceMatrix:
 
     def _upload(self, fmt: str, arrays) -> tuple:
         if fmt not in self._arrays:
-            ga = gpuarray()
-            self._arrays[fmt] = tuple(ga.to_gpu(np.ascontiguousarray(a)) for a in arrays)
+            with gpuarray() as ga:
+                self._arrays[fmt] = tuple(ga.to_gpu(np.ascontiguousarray(a)) for a in arrays)
         return self._arrays[fmt]
 
     @property
@@ -80,47 +80,53 @@ class DeviceMatrix:
 
     def vector(self, x):
         """``x`` (host array) checked and copied to the GPU."""
-        return gpuarray().to_gpu(self.host.vector(x))
+        with gpuarray() as ga:
+            return ga.to_gpu(self.host.vector(x))
 
 
-def _check_x(A: DeviceMatrix, x):
-    if x.dtype != np.float64 or x.shape != (A.shape[1],):
-        raise ValueError(f"x must be a float64 GPUArray of length {A.shape[1]}, "
-                         f"got {x.dtype} of shape {x.shape}")
-    return gpuarray().empty(A.shape[0], np.float64)
+def check_x(n_cols: int, x) -> None:
+    """Refuse an ``x`` the kernels would misread: not a device array (a NumPy array), not
+    float64, not of length ``n_cols``, or a strided view (the kernels read ``x[i]`` at
+    ``gpudata + 8 i``: a view such as ``x[::2]`` would silently give a wrong ``y``)."""
+    if isinstance(x, np.ndarray) or not hasattr(x, "gpudata"):
+        raise TypeError(f"x must be a pycuda GPUArray on the GPU, got {type(x).__module__}.{type(x).__name__}; "
+                        "upload a host vector with DeviceMatrix.vector(x)")
+    if x.dtype != np.float64 or tuple(x.shape) != (n_cols,):
+        raise ValueError(f"x must be a float64 GPUArray of length {n_cols}, got {x.dtype} of shape {tuple(x.shape)}")
+    if n_cols > 1 and tuple(x.strides) != (8,):
+        raise ValueError(f"x must be contiguous (strides (8,)), got a strided view with strides {tuple(x.strides)}; "
+                         "pass x.copy()")
+
+
+def _launch(name: str, A: DeviceMatrix, x, arguments):
+    """Check ``x``, then run kernel ``name`` with ``arguments(A)`` (sizes and ``A``'s device
+    arrays, uploaded on first use) into a pooled ``y``; return ``y``."""
+    check_x(A.shape[1], x)
+    with gpuarray() as ga:
+        y = ga.empty(A.shape[0], np.float64, allocator=cuda.memory_pool().allocate)
+        args = [_ptr(a) if hasattr(a, "gpudata") else a for a in arguments(A)]
+        getattr(_variants.spmv_cuda, name)(A.shape[0], *args, _ptr(x), _ptr(y))
+    return y
 
 
 def csr_scalar(A: DeviceMatrix, x):
     """CSR, a thread per row."""
-    y = _check_x(A, x)
-    indptr, indices, data = A.csr
-    _variants.spmv_cuda.csr_scalar(A.shape[0], _ptr(indptr), _ptr(indices), _ptr(data), _ptr(x), _ptr(y))
-    return y
+    return _launch("csr_scalar", A, x, lambda A: A.csr)
 
 
 def csr_vector(A: DeviceMatrix, x):
     """CSR, a warp per row (coalesced reads of long rows)."""
-    y = _check_x(A, x)
-    indptr, indices, data = A.csr
-    _variants.spmv_cuda.csr_vector(A.shape[0], _ptr(indptr), _ptr(indices), _ptr(data), _ptr(x), _ptr(y))
-    return y
+    return _launch("csr_vector", A, x, lambda A: A.csr)
 
 
 def ell(A: DeviceMatrix, x):
     """ELLPACK, a thread per row over column-major slots."""
-    y = _check_x(A, x)
-    indices, data = A.ell
-    _variants.spmv_cuda.ell(A.shape[0], indices.shape[0], _ptr(indices), _ptr(data), _ptr(x), _ptr(y))
-    return y
+    return _launch("ell", A, x, lambda A: (A.ell[0].shape[0], *A.ell))
 
 
 def dia(A: DeviceMatrix, x):
     """DIA, a thread per row over the occupied diagonals."""
-    y = _check_x(A, x)
-    offsets, data = A.dia
-    _variants.spmv_cuda.dia(A.shape[0], A.shape[1], offsets.shape[0], _ptr(offsets), _ptr(data),
-                            _ptr(x), _ptr(y))
-    return y
+    return _launch("dia", A, x, lambda A: (A.shape[1], A.dia[0].shape[0], *A.dia))
 
 
 VARIANTS = {name: globals()[name] for name in VARIANT_NAMES}
@@ -128,7 +134,7 @@ VARIANTS = {name: globals()[name] for name in VARIANT_NAMES}
 
 def reference(A: DeviceMatrix, x) -> np.ndarray:
     """SciPy's product on the host (x copied back)."""
-    return A.host.csr @ x.get()
+    return A.host.csr @ to_host(x)
 
 
 # What a SciPy user would do is the reference itself: copy x to the host, SciPy's product.
@@ -137,7 +143,13 @@ baseline = reference
 
 def check(result, expected) -> bool:
     """Compares a variant's GPUArray with the host reference."""
-    return outputs_match(result.get(), expected)
+    return outputs_match(to_host(result), expected)
+
+
+def to_host(array) -> np.ndarray:
+    """A GPUArray's contents as a NumPy array, from any thread."""
+    with gpuarray():
+        return array.get()
 
 
 def _on_host(feature):

@@ -35,15 +35,20 @@ DP_RATIO = {
     (10, 0): 1 / 2, (12, 0): 1 / 64,
 }
 
-# feature -> (pycuda device_attribute name, scale to the unit, unit)
+# feature -> (pycuda device_attribute name, scale to the unit, unit). Sizes are binary (KiB,
+# GiB) as the driver reports bytes; the feature names keep "kb"/"gb" for the recorded data.
+# shared_mem_per_block_kb is the default limit of a block (48 KiB on every GPU since Kepler, as
+# the datasheet and the recorded devices have it); the opt-in figure is what a kernel may ask
+# for with cudaFuncSetAttribute (227 KiB on the H100).
 CUDA_ATTRIBUTES = {
     "multiprocessors": ("MULTIPROCESSOR_COUNT", 1, "SMs"),
     "clock_mhz": ("CLOCK_RATE", 1e-3, "MHz"),                       # kHz
     "mem_clock_mhz": ("MEMORY_CLOCK_RATE", 1e-3, "MHz"),            # kHz
     "mem_bus_width_bits": ("GLOBAL_MEMORY_BUS_WIDTH", 1, "bits"),
-    "l2_cache_kb": ("L2_CACHE_SIZE", 1 / 1024, "KB"),               # bytes
-    "shared_mem_per_block_kb": ("MAX_SHARED_MEMORY_PER_BLOCK", 1 / 1024, "KB"),
-    "shared_mem_per_sm_kb": ("MAX_SHARED_MEMORY_PER_MULTIPROCESSOR", 1 / 1024, "KB"),
+    "l2_cache_kb": ("L2_CACHE_SIZE", 1 / 1024, "KiB"),              # bytes
+    "shared_mem_per_block_kb": ("MAX_SHARED_MEMORY_PER_BLOCK", 1 / 1024, "KiB"),
+    "shared_mem_per_block_optin_kb": ("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN", 1 / 1024, "KiB"),
+    "shared_mem_per_sm_kb": ("MAX_SHARED_MEMORY_PER_MULTIPROCESSOR", 1 / 1024, "KiB"),
     "copy_engines": ("ASYNC_ENGINE_COUNT", 1, "engines"),
     "warp_size": ("WARP_SIZE", 1, "threads"),
 }
@@ -141,14 +146,18 @@ def unavailable() -> str | None:
 
 def _cuda_features(index: int) -> dict:
     drv, reason = _pycuda()
-    names = ["global_mem_gb", "compute_capability", *CUDA_ATTRIBUTES]
-    units = {"global_mem_gb": "GB", "compute_capability": "major.minor",
-             **{k: u for k, (_, _, u) in CUDA_ATTRIBUTES.items()}}
     if drv is None:
-        return {k: _feature(None, units[k], missing=reason) for k in names}
-    dev = drv.Device(index)
+        units = {"global_mem_gb": "GiB", "compute_capability": "major.minor",
+                 **{k: u for k, (_, _, u) in CUDA_ATTRIBUTES.items()}}
+        return {k: _feature(None, u, missing=reason) for k, u in units.items()}
+    return cuda_features(drv, drv.Device(index))
+
+
+def cuda_features(drv, dev) -> dict:
+    """Feature records of one pycuda ``Device`` (``drv`` is ``pycuda.driver``): its memory,
+    compute capability and :data:`CUDA_ATTRIBUTES`, each missing where the driver lacks it."""
     major, minor = dev.compute_capability()
-    out = {"global_mem_gb": _feature(dev.total_memory() / 2 ** 30, "GB"),
+    out = {"global_mem_gb": _feature(dev.total_memory() / 2 ** 30, "GiB"),
            "compute_capability": _feature(major + minor / 10, "major.minor")}
     for feature, (attr, scale, unit) in CUDA_ATTRIBUTES.items():
         code = getattr(drv.device_attribute, attr, None)
@@ -164,7 +173,7 @@ def _cuda_features(index: int) -> dict:
 
 def _nvml_features(pci_bus_id: str | None, index: int) -> dict:
     nvml, reason = _nvml()
-    spec = {"nvml_max_sm_clock_mhz": "MHz", "nvml_max_mem_clock_mhz": "MHz", "nvml_memory_gb": "GB",
+    spec = {"nvml_max_sm_clock_mhz": "MHz", "nvml_max_mem_clock_mhz": "MHz", "nvml_memory_gb": "GiB",
             "power_limit_w": "W", "pcie_generation": "generation", "pcie_width": "lanes"}
     if nvml is None:
         return {k: _feature(None, u, missing=reason) for k, u in spec.items()}

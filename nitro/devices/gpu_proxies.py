@@ -12,12 +12,19 @@ SP-GFLOP      ``x = fmaf(x, 0.999f, 1e-4f)`` (FP32 FMA)               peak_gflop
 DP-GFLOP      ``x = fma(x, 0.999, 1e-4)`` (FP64 FMA)                  peak_gflops_dp, cores, clock
 ATOMIC        ``atomicAdd(&bins[...], 1u)`` (global-memory atomic)    global/shared atomic cost
 MEM-BW        a load from a buffer far larger than L2, new line each  peak_gbps, memory clock/bus
-SH-MEM-BW     a load from a shared-memory tile                        shared_mem_per_block
+SH-MEM-BW     a load and a store of the thread's own shared-memory     shared_mem_per_block
+              words (``volatile``, index moving with the element)
 ============  =====================================================  ========================
+
+Every operation of the kind sits inside the element loop and the loop does ``phi`` of them
+per group: the SASS of each kernel is checked for it (``tests/devices/test_gpu_proxies.py``).
+Shared-memory slots must be ``volatile`` and move with the element: a non-volatile load of a
+fixed word is hoisted out of the loop by the compiler, leaving a proxy with no shared traffic.
 
 ``run(kind, phi, n)`` compiles the kernel with pycuda (once per kind and phi), runs it on
 ``n`` elements and returns how many operations of the kind it performed
-(``phi * GROUPS * n``), so that profiles can be related to the intensity.
+(``phi * GROUPS * n``), so that profiles can be related to the intensity; :func:`outputs`
+reads back what the last run wrote (the ATOMIC proxy's bins count its atomics).
 """
 from __future__ import annotations
 
@@ -30,6 +37,7 @@ THREADS = 256
 MEM_SPAN = 1 << 26              # floats in the MEM-BW buffer (256 MiB, beyond any L2)
 LINE_FLOATS = 32                # 128-byte stride: each MEM-BW load touches a new line
 SHARED_FLOATS = 1024
+SHARED_WORDS = SHARED_FLOATS // THREADS   # tile words of each thread: tile[w * THREADS + threadIdx.x]
 
 # One slot of each kind; {k} is the slot's number within the element (0 .. SLOTS*GROUPS-1).
 _KIND_OP = {
@@ -37,12 +45,13 @@ _KIND_OP = {
     "DP-GFLOP": "x = fma(x, 0.999, 1e-4);",
     "ATOMIC": "atomicAdd(&bins[(i * 7u + {k}u) & 255u], 1u);",
     "MEM-BW": "x += big[((i * {slots}ull + {k}ull) * {line}ull) & {mask}ull];",
-    "SH-MEM-BW": "x += tile[(threadIdx.x * 5u + {k}u) & {smask}u];",
+    "SH-MEM-BW": "{{ volatile float* w = tile + (((unsigned int)i + {k}u) % {words}u) * {threads}u + threadIdx.x;"
+                 " x = 0.5f * (x + *w); *w = x; }}",
 }
 _FILLER = "k = k * k + {c}u;"   # one integer multiply-add; nonlinear, so never folded together
 # What identifies each kind's operation in the generated source (for :func:`op_counts`).
 _MARKER = {"SP-GFLOP": "fmaf(", "DP-GFLOP": "= fma(", "ATOMIC": "atomicAdd(", "MEM-BW": "big[",
-           "SH-MEM-BW": "x += tile[", "filler": "k = k * k +"}
+           "SH-MEM-BW": "volatile float* w", "filler": "k = k * k +"}
 
 _TILE = r"""    __shared__ float tile[{shared}];
     for (int t = threadIdx.x; t < {shared}; t += blockDim.x) tile[t] = (float)t;
@@ -77,7 +86,7 @@ def source(kind: str, phi: int) -> str:
     for k in range(SLOTS * GROUPS):
         op = _KIND_OP[kind] if k % SLOTS < phi else _FILLER
         lines.append(" " * 8 + op.format(k=k, c=2 * k + 1, slots=SLOTS * GROUPS, line=LINE_FLOATS,
-                                         mask=MEM_SPAN - 1, smask=SHARED_FLOATS - 1))
+                                         mask=MEM_SPAN - 1, words=SHARED_WORDS, threads=THREADS))
     real = "double" if kind == "DP-GFLOP" else "float"
     tile = _TILE.format(shared=SHARED_FLOATS) if kind == "SH-MEM-BW" and phi else ""  # only then is it read
     return _TEMPLATE.format(body="\n".join(lines), tile=tile, real=real)
@@ -119,3 +128,16 @@ def run(kind: str, phi: int, n: int = 1 << 22, index: int = 0) -> int:
                        np.uint64(n), block=(THREADS, 1, 1), grid=(blocks, 1))
         drv.Context.synchronize()
     return int(phi) * GROUPS * int(n)
+
+
+def outputs(n: int, index: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``(out[:n], bins)`` as the last :func:`run` on GPU ``index`` left them: every element's
+    result, and the 256 bins the ATOMIC proxy increments (zero for the other kinds)."""
+    if _buffers.get((index, "out_n"), 0) < n:
+        raise ValueError(f"no proxy run of {n} elements on GPU {index} to read back")
+    from .. import cuda
+    with cuda.on_device(index) as drv:
+        out, bins = np.empty(n, np.float32), np.empty(256, np.uint32)
+        drv.memcpy_dtoh(out, _buffers[(index, "out")])
+        drv.memcpy_dtoh(bins, _buffers[(index, "bins")])
+    return out, bins

@@ -39,7 +39,9 @@ shared_store_throughput                l1tex__data_pipe_lsu_wavefronts_mem_share
 =====================================  ===================================================================  ======
 
 ``count`` metrics are divided by ``smsp__inst_issued.sum``; ratios, percentages and rates are
-kept as they are. Without ``ncu``, without permission to read the GPU's performance counters,
+kept as they are. ncu scales each value's unit by default (one kernel's rate in Mbyte/second,
+the next one's in Gbyte/second), so it runs with ``--print-units base`` and every value is read
+with its unit and brought to the base unit (byte, byte/second, second…) by :func:`to_base`. Without ``ncu``, without permission to read the GPU's performance counters,
 or when the run fails, the result says why in ``"missing"``; a metric this GPU's ``ncu`` does
 not know is dropped and listed with the reason.
 """
@@ -129,9 +131,35 @@ def _number(text: str) -> float | None:
         return None  # "n/a" and the like
 
 
+# SI prefixes ncu puts on its units ("Kbyte", "Gbyte/second", "usecond", "Ginst"); bytes are decimal.
+_PREFIX = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "m": 1e-3, "u": 1e-6, "n": 1e-9}
+_BASE_UNITS = ("byte", "second", "inst", "sector", "request", "cycle", "warp", "thread", "block", "wavefront", "hz")
+
+
+def _scale(part: str, unit: str) -> float:
+    """Factor of one side of a unit (``Gbyte``: 1e9, ``inst``: 1, ``%``: 1)."""
+    for base in _BASE_UNITS:
+        if part.lower().endswith(base) and len(part) > len(base):
+            prefix = part[: len(part) - len(base)]
+            if prefix not in _PREFIX:
+                raise ValueError(f"ncu unit {unit!r}: unknown prefix {prefix!r}")
+            return _PREFIX[prefix]
+    return 1.0
+
+
+def to_base(value: float | None, unit: str) -> float | None:
+    """``value`` in ``unit`` (ncu's: ``Gbyte/second``, ``usecond``, ``cycle/nsecond``, ``%``…)
+    in the unit without prefixes (``byte/second``, ``second``, ``cycle/second``); raises
+    ``ValueError`` on a prefix it does not know, rather than mixing scales silently."""
+    if value is None:
+        return None
+    numerator, _, denominator = unit.strip().partition("/")
+    return value * _scale(numerator, unit) / (_scale(denominator, unit) if denominator else 1.0)
+
+
 def parse_csv(text: str) -> list[dict]:
-    """Kernels ``[{"id", "name", "raw": {ncu metric: value}}]`` from ``ncu --csv`` output
-    (other lines of the output — ``==PROF==`` notes, the program's prints — are skipped)."""
+    """Kernels ``[{"id", "name", "raw": {ncu metric: value in its base unit}}]`` from ``ncu --csv``
+    output (other lines of the output — ``==PROF==`` notes, the program's prints — are skipped)."""
     rows = [line for line in text.splitlines() if line.startswith('"')]
     kernels: dict[str, dict] = {}
     header = None
@@ -143,7 +171,8 @@ def parse_csv(text: str) -> list[dict]:
             continue
         kid = row[header["ID"]] if "ID" in header else str(len(kernels))
         k = kernels.setdefault(kid, {"id": kid, "name": row[header["Kernel Name"]], "raw": {}})
-        k["raw"][row[header["Metric Name"]]] = _number(row[header["Metric Value"]])
+        unit = row[header["Metric Unit"]] if "Metric Unit" in header else ""
+        k["raw"][row[header["Metric Name"]]] = to_base(_number(row[header["Metric Value"]]), unit)
     return list(kernels.values())
 
 
@@ -179,6 +208,16 @@ def _unknown_metrics(output: str, asked: list[str]) -> list[str]:
             if re.search(rf"(?<![\w.]){re.escape(m.split('.', 1)[0])}(?![\w])", errors)]
 
 
+def command(exe: str, metrics: list[str], target: str, args=(), kwargs=None,
+            kernel_regex: str | None = None) -> list[str]:
+    """The ncu command line profiling ``target(*args, **kwargs)`` in a child Python: CSV output,
+    values in base units (never rescaled per value), child processes followed."""
+    cmd = [exe, "--csv", "--print-units", "base", "--target-processes", "all", "--metrics", ",".join(metrics)]
+    if kernel_regex:
+        cmd += ["--kernel-name", f"regex:{kernel_regex}"]
+    return cmd + [sys.executable, "-c", _CHILD, target, json.dumps(list(args)), json.dumps(kwargs or {})]
+
+
 def profile(target: str, args=(), kwargs=None, metrics=None, ncu: str | None = None,
             kernel_regex: str | None = None, timeout: float = 600) -> dict:
     """Profile the kernels launched by ``target(*args, **kwargs)`` (``"module:function"``,
@@ -197,10 +236,7 @@ def profile(target: str, args=(), kwargs=None, metrics=None, ncu: str | None = N
         return {"kernels": [], "missing": "Nsight Compute (ncu) is not on PATH (set NITRO_NCU to its path)"}
     dropped: dict[str, str] = {}
     for _ in range(4):
-        cmd = [exe, "--csv", "--target-processes", "all", "--metrics", ",".join(asked)]
-        if kernel_regex:
-            cmd += ["--kernel-name", f"regex:{kernel_regex}"]
-        cmd += [sys.executable, "-c", _CHILD, target, json.dumps(list(args)), json.dumps(kwargs or {})]
+        cmd = command(exe, asked, target, args, kwargs, kernel_regex)
         try:
             run = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:

@@ -1,11 +1,14 @@
-"""CUDA histogram variants: built whenever nvcc is present; checked against np.bincount on a GPU."""
+"""CUDA histogram variants: built whenever nvcc is present; their scratch allocation checked in
+the compiled object; checked against np.bincount on a GPU."""
 import os
 import shutil
+import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from nitro import _variants
+from nitro import _variants, cuda
 from nitro.benchmarks import histogram, histogram_cuda
 
 REASON = histogram_cuda.unavailable()
@@ -28,6 +31,22 @@ def test_family_offers_the_contract_without_a_gpu():
     img = np.arange(5000, dtype=np.uint8)
     assert np.array_equal(histogram_cuda.reference(img), np.bincount(img, minlength=256))
     assert histogram_cuda.subsample_std(img) == histogram.subsample_std(img)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None or shutil.which("nm") is None, reason="no nvcc or nm on PATH")
+def test_scratch_comes_from_a_pool_that_keeps_its_memory(tmp_path):
+    """The compiled launchers take scratch memory (sort buffers, work counters) from a memory
+    pool whose release threshold they set, so a call reuses memory rather than paying for a
+    cudaMalloc inside its timing; the default-pool cudaMallocAsync (threshold 0: memory goes back
+    to the driver after every call) is not used."""
+    source = Path(__file__).resolve().parents[2] / "variants_cpp" / "histogram.cu"
+    obj = tmp_path / "histogram.o"
+    run = subprocess.run(["nvcc", "-c", "-std=c++17", "-arch=sm_90", "-o", str(obj), str(source)],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    calls = set(subprocess.run(["nm", "-u", str(obj)], capture_output=True, text=True, check=True).stdout.split())
+    assert {"cudaMemPoolCreate", "cudaMemPoolSetAttribute", "cudaMallocFromPoolAsync"} <= calls
+    assert "cudaMallocAsync" not in calls
 
 
 @pytest.mark.skipif(REASON is None, reason="CUDA is usable here")
@@ -54,22 +73,46 @@ def test_cuda_variants_match_bincount(name):
         [data] = histogram_cuda.to_device([image])
         bins = histogram_cuda.VARIANTS[name](data)
         assert bins.dtype == np.uint64 and bins.shape == (256,)
-        assert np.array_equal(bins.get(), np.bincount(image.ravel(), minlength=256)), (name, image.size)
+        assert np.array_equal(histogram_cuda.to_host(bins), np.bincount(image.ravel(), minlength=256)), \
+            (name, image.size)
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(REASON is not None, reason=f"no CUDA GPU here: {REASON}")
 @pytest.mark.parametrize("name", histogram.VARIANT_NAMES)
 def test_launchers_run_on_a_given_stream(name):
-    import pycuda.driver as drv
     from pycuda import gpuarray
     image = np.random.default_rng(0).integers(0, 256, 100_000, dtype=np.uint8)
     [data] = histogram_cuda.to_device([image])
-    bins = gpuarray.empty(256, np.uint64)
-    stream = drv.Stream()
-    getattr(_variants.histogram_cuda, name)(int(data.gpudata), data.size, int(bins.gpudata), stream.handle)
-    stream.synchronize()
-    assert np.array_equal(bins.get(), np.bincount(image, minlength=256))
+    with cuda.on_device() as drv:
+        bins = gpuarray.empty(256, np.uint64)
+        stream = drv.Stream()
+        getattr(_variants.histogram_cuda, name)(int(data.gpudata), data.size, int(bins.gpudata), stream.handle)
+        stream.synchronize()
+        assert np.array_equal(bins.get(), np.bincount(image, minlength=256))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(REASON is not None, reason=f"no CUDA GPU here: {REASON}")
+def test_outputs_come_from_the_pool_and_variants_run_in_any_thread():
+    """Repeated calls reuse pooled output memory (no growth after the first), and a variant
+    called from worker threads (the threading backend, refining mode) gets the context."""
+    from concurrent.futures import ThreadPoolExecutor
+    image = np.random.default_rng(1).integers(0, 256, 50_000, dtype=np.uint8)
+    [data] = histogram_cuda.to_device([image])
+    expected = np.bincount(image, minlength=256)
+    fn = histogram_cuda.VARIANTS["sort_even"]
+    assert np.array_equal(histogram_cuda.to_host(fn(data)), expected)
+    with cuda.on_device():
+        pool = cuda.memory_pool()
+        managed = pool.managed_bytes
+    for _ in range(5):
+        assert np.array_equal(histogram_cuda.to_host(fn(data)), expected)
+    assert pool.managed_bytes == managed and pool.active_blocks == 0
+    with ThreadPoolExecutor(3) as threads:
+        counts = list(threads.map(lambda name: histogram_cuda.to_host(histogram_cuda.VARIANTS[name](data)),
+                                  histogram.VARIANT_NAMES))
+    assert all(np.array_equal(c, expected) for c in counts)
 
 
 @pytest.mark.gpu
@@ -85,8 +128,10 @@ def test_features_on_the_gpu_equal_the_cpu_family_features():
 @pytest.mark.skipif(REASON is not None, reason=f"no CUDA GPU here: {REASON}")
 def test_invalid_inputs_are_refused():
     from pycuda import gpuarray
+    with cuda.on_device():
+        ints = gpuarray.zeros(10, np.int32)
     with pytest.raises(TypeError, match="uint8"):
-        histogram_cuda.VARIANTS["global_atomic_even"](gpuarray.zeros(10, np.int32))
+        histogram_cuda.VARIANTS["global_atomic_even"](ints)
     with pytest.raises(TypeError, match="GPUArray"):
         histogram_cuda.VARIANTS["global_atomic_even"](np.zeros(10, np.uint8))
 
@@ -107,4 +152,4 @@ def test_family_tunes_and_dispatches_on_the_gpu(store):
     assert len(rows) == 8 and all(not r.failed for r in rows)
     assert store.device(cv.device_id)["multiprocessors"]["value"] > 0
     out = cv(test[0])
-    assert np.array_equal(out.get(), histogram_cuda.reference(test[0]))
+    assert np.array_equal(histogram_cuda.to_host(out), histogram_cuda.reference(test[0]))

@@ -1,21 +1,24 @@
+"""CUDA SpMV variants: contract, constraints and input checks without a GPU; on a GPU, every
+variant its constraint allows against SciPy, and tuning."""
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from nitro import TimingPolicy, _variants, autotuner
+from nitro import TimingPolicy, autotuner, cuda
 from nitro.benchmarks import spmv, spmv_cuda
+
+REASON = spmv_cuda.unavailable()
 
 
 @pytest.fixture(scope="module")
 def gpu():
-    """pycuda's gpuarray on a live GPU, or a skip saying what is missing."""
-    if not _variants.HAVE_CUDA:
-        pytest.skip("nitro was built without CUDA (no nvcc at build time)")
-    pytest.importorskip("pycuda", reason="pycuda is not installed (extra 'gpu')")
-    try:
-        return spmv_cuda.gpuarray()
-    except RuntimeError as exc:
-        pytest.skip(str(exc))
+    """pycuda's gpuarray module with a live GPU, or a skip saying what is missing."""
+    if REASON is not None:
+        pytest.skip(f"no CUDA GPU here: {REASON}")
+    from pycuda import gpuarray
+    return gpuarray
 
 
 def host_inputs():
@@ -29,22 +32,101 @@ def host_inputs():
     return args + spmv.make_inputs(6, seed=3, min_nnz=2_000, max_nnz=50_000)[0]
 
 
+def allowed_variants(A) -> list[str]:
+    """The variants the family's constraints let run on host matrix ``A`` (what tuning runs)."""
+    cv = spmv_cuda.make_code_variant()
+    allowed = cv.allowed(cv.compute_features(spmv_cuda.DeviceMatrix(A), None))
+    return [name for name in spmv_cuda.VARIANT_NAMES if allowed[name]]
+
+
+def test_dia_is_excluded_on_the_power_law_input_its_format_cannot_hold():
+    """The power-law input s3-0004 (7,109 rows, 62,183 nonzeros) needs more DIA entries than
+    MAX_PADDED_ENTRIES: the constraint excludes dia (and ell) there, so the GPU test runs only
+    the CSR variants on it; calling dia anyway raises before any result is compared."""
+    generated, ids = spmv.make_inputs(6, seed=3, min_nnz=2_000, max_nnz=50_000)   # the last six of host_inputs
+    [A] = [A for (A, _), i in zip(generated, ids) if i == "s3-0004-power_law-7109x7109-62183"]
+    assert allowed_variants(A) == ["csr_scalar", "csr_vector"]
+    with pytest.raises(ValueError, match="DIA would store 88578140 entries .*over the limit"):
+        A.dia
+    # every (input, variant) pair the GPU test runs converts on the host
+    for A, _ in host_inputs():
+        for name in allowed_variants(A):
+            getattr(A, {"csr_scalar": "csr", "csr_vector": "csr"}.get(name, name))
+
+
+def _device_array(shape, dtype=np.float64, strides=None):
+    """An object with a pycuda GPUArray's attributes (``gpudata``, ``dtype``, ``shape``,
+    ``strides``), for the checks that need no GPU memory."""
+    return SimpleNamespace(gpudata=0x7F0000000000, dtype=np.dtype(dtype), shape=shape,
+                           strides=strides or (np.dtype(dtype).itemsize,))
+
+
+def test_x_must_be_a_contiguous_float64_device_vector_of_the_right_length():
+    spmv_cuda.check_x(5, _device_array((5,)))
+    with pytest.raises(TypeError, match="GPUArray.*numpy.ndarray.*DeviceMatrix.vector"):
+        spmv_cuda.check_x(5, np.zeros(5))
+    with pytest.raises(ValueError, match="strided view.*strides \\(16,\\)"):
+        spmv_cuda.check_x(5, _device_array((5,), strides=(16,)))   # what x[::2] of a GPUArray is
+    with pytest.raises(ValueError, match="length 5"):
+        spmv_cuda.check_x(5, _device_array((4,)))
+    with pytest.raises(ValueError, match="float64"):
+        spmv_cuda.check_x(5, _device_array((5,), np.float32))
+    spmv_cuda.check_x(1, _device_array((1,), strides=(0,)))          # one element: any stride reads it
+
+
+def test_variants_check_x_before_touching_the_gpu():
+    A = spmv_cuda.DeviceMatrix(sp.identity(5, format="csr"))
+    for fn in spmv_cuda.VARIANTS.values():
+        with pytest.raises(TypeError, match="GPUArray"):
+            fn(A, np.zeros(5))
+
+
+def test_features_and_constraints_are_the_cpu_family_s_without_a_gpu():
+    arrow = sp.identity(50, format="lil")
+    arrow[0, :] = 1.0
+    dA = spmv_cuda.DeviceMatrix(arrow)           # nothing is uploaded before a variant runs
+    cv = spmv_cuda.make_code_variant()
+    assert cv.variant_names == spmv_cuda.VARIANT_NAMES and cv.default == "csr_vector"
+    values = cv.compute_features(dA, None)
+    assert values == [fn(dA.host) for fn in spmv.FEATURES.values()]
+    assert cv.allowed(values) == {"csr_scalar": True, "csr_vector": True, "ell": False, "dia": False}
+
+
 @pytest.mark.gpu
 def test_cuda_variants_match_scipy(gpu):
+    """Each variant the constraints allow, on every input, against SciPy within a bound of
+    1e-12 times the sum of absolute products."""
     for dA, dx in spmv_cuda.inputs(host_inputs()):
-        expected = dA.host.csr @ dx.get()
-        bound = 1e-12 * (abs(dA.host.csr) @ np.abs(dx.get()))
-        for name, fn in spmv_cuda.VARIANTS.items():
-            y = fn(dA, dx)
+        x = spmv_cuda.to_host(dx)
+        expected = dA.host.csr @ x
+        bound = 1e-12 * (abs(dA.host.csr) @ np.abs(x))
+        for name in allowed_variants(dA.host):
+            y = spmv_cuda.VARIANTS[name](dA, dx)
             assert isinstance(y, gpu.GPUArray) and y.shape == (dA.shape[0],), name
-            assert np.all(np.abs(y.get() - expected) <= bound), name
+            assert np.all(np.abs(spmv_cuda.to_host(y) - expected) <= bound), (name, dA.input_id)
 
 
 @pytest.mark.gpu
-def test_cuda_bad_vector_is_named(gpu):
+def test_cuda_refuses_a_strided_view(gpu):
     dA = spmv_cuda.DeviceMatrix(sp.identity(5))
+    with cuda.on_device():
+        x = gpu.to_gpu(np.arange(10.0))[::2]
+        short = gpu.zeros(4, np.float64)
+    with pytest.raises(ValueError, match="strided view"):
+        spmv_cuda.csr_scalar(dA, x)
     with pytest.raises(ValueError, match="length 5"):
-        spmv_cuda.csr_scalar(dA, gpu.zeros(4, np.float64))
+        spmv_cuda.csr_scalar(dA, short)
+
+
+@pytest.mark.gpu
+def test_cuda_variants_run_from_another_thread(gpu):
+    """The primary context is made current in whichever thread calls a variant."""
+    from concurrent.futures import ThreadPoolExecutor
+    [(dA, dx)] = spmv_cuda.inputs(spmv.make_inputs(1, seed=4, min_nnz=2_000, max_nnz=5_000)[0])
+    with ThreadPoolExecutor(2) as pool:
+        ys = list(pool.map(lambda name: spmv_cuda.to_host(spmv_cuda.VARIANTS[name](dA, dx)), ["csr_scalar"] * 4))
+    for y in ys:
+        assert np.allclose(y, dA.host.csr @ spmv_cuda.to_host(dx))
 
 
 @pytest.mark.gpu
@@ -57,18 +139,8 @@ def test_cuda_tune_and_dispatch(gpu):
     tuner.set_training_args(args, ids=ids)
     rows = tuner.measure(cv)
     assert all(r.best in spmv_cuda.VARIANT_NAMES for r in rows)
-    assert not any("wrong" in reason for r in rows for reason in r.failed.values())
+    for row, (dA, _) in zip(rows, args):   # every allowed variant measured, none failed
+        assert {v for v, t in row.times.items() if t is not None} == set(allowed_variants(dA.host)), row.failed
     cv.model = tuner.fit_rows(cv, rows)
     for dA, dx in args[:3]:
-        assert np.allclose(cv(dA, dx).get(), dA.host.csr @ dx.get())
-
-
-def test_features_and_constraints_are_the_cpu_family_s_without_a_gpu():
-    arrow = sp.identity(50, format="lil")
-    arrow[0, :] = 1.0
-    dA = spmv_cuda.DeviceMatrix(arrow)           # nothing is uploaded before a variant runs
-    cv = spmv_cuda.make_code_variant()
-    assert cv.variant_names == spmv_cuda.VARIANT_NAMES and cv.default == "csr_vector"
-    values = cv.compute_features(dA, None)
-    assert values == [fn(dA.host) for fn in spmv.FEATURES.values()]
-    assert cv.allowed(values) == {"csr_scalar": True, "csr_vector": True, "ell": False, "dia": False}
+        assert np.allclose(spmv_cuda.to_host(cv(dA, dx)), dA.host.csr @ spmv_cuda.to_host(dx))

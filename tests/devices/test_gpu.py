@@ -1,14 +1,14 @@
-"""NVIDIA GPU description, microbenchmarks, proxies and ncu profiles. The parts that need no
-GPU (ids, tables, derived figures, the "no GPU" record, proxy source, nvcc compiles, ncu output
-parsing) always run; the rest is marked ``gpu`` and skips with the reason."""
+"""NVIDIA GPU description (``nitro.devices.gpu``). The parts that need no GPU (ids, tables,
+derived figures, the record of a device as pycuda reports it, the "no GPU" record) always run;
+the rest is marked ``gpu`` and skips with the reason. Microbenchmarks, proxies and ncu have
+their own test modules."""
 import json
-import shutil
-import subprocess
+from types import SimpleNamespace
 
 import pytest
 
 from nitro import cuda, devices
-from nitro.devices import gpu, gpu_microbench, gpu_proxies, ncu
+from nitro.devices import gpu
 
 REASON = cuda.unavailable()
 needs_gpu = pytest.mark.skipif(REASON is not None, reason=f"no CUDA GPU here: {REASON}")
@@ -59,6 +59,37 @@ def test_underived_figures_say_what_they_lack():
     assert "4.2" in d["cuda_cores_per_sm"]["missing"]
 
 
+class _H100:
+    """What pycuda's ``Device`` of an H100 SXM5 reports (bytes, kHz), without the clock rates
+    CUDA 13 drivers no longer report."""
+    ATTRIBUTES = {"MULTIPROCESSOR_COUNT": 132, "MEMORY_CLOCK_RATE": 2_619_000, "GLOBAL_MEMORY_BUS_WIDTH": 5120,
+                  "L2_CACHE_SIZE": 52_428_800, "MAX_SHARED_MEMORY_PER_BLOCK": 49_152,
+                  "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN": 232_448, "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR": 233_472,
+                  "ASYNC_ENGINE_COUNT": 3, "WARP_SIZE": 32}
+    device_attribute = SimpleNamespace(**{name: name for name in ATTRIBUTES})
+    Error = RuntimeError
+
+    def compute_capability(self):
+        return 9, 0
+
+    def total_memory(self):
+        return 85_031_714_816
+
+    def get_attribute(self, code):
+        return self.ATTRIBUTES[code]
+
+
+def test_cuda_features_are_in_binary_units_with_the_opt_in_shared_memory():
+    h100 = _H100()
+    rec = gpu.cuda_features(h100, h100)
+    assert rec["global_mem_gb"] == {"value": pytest.approx(79.19, abs=0.01), "unit": "GiB", "source": "query"}
+    assert rec["shared_mem_per_block_kb"]["value"] == 48 and rec["shared_mem_per_block_kb"]["unit"] == "KiB"
+    assert rec["shared_mem_per_block_optin_kb"]["value"] == 227
+    assert rec["shared_mem_per_sm_kb"]["value"] == 228 and rec["l2_cache_kb"]["value"] == 51_200
+    assert rec["mem_clock_mhz"]["value"] == 2619 and rec["compute_capability"]["value"] == 9.0
+    assert rec["clock_mhz"]["value"] is None and "CLOCK_RATE" in rec["clock_mhz"]["missing"]
+
+
 # -- without a GPU: fast, with the reason ------------------------------------------------------
 @pytest.mark.skipif(REASON is None, reason="a CUDA GPU is usable here")
 def test_without_a_gpu_the_listing_says_why():
@@ -69,11 +100,6 @@ def test_without_a_gpu_the_listing_says_why():
     assert devices.current_device_id() in records
     missing = records["gpu"]["gpu_count"]
     assert missing["value"] is None and "pycuda" in missing["missing"]
-    out = gpu_microbench.measure_gpu()
-    assert set(out) == set(gpu_microbench.BENCHMARKS)
-    assert all(r["value"] is None and "pycuda" in r["missing"] for r in out.values())
-    with pytest.raises(RuntimeError, match="not available"):
-        gpu_proxies.run("SP-GFLOP", 2, 10)
 
 
 def test_measurements_labelled_by_a_free_id_are_described_by_this_cpu():
@@ -96,84 +122,6 @@ def test_cli_lists_the_cpu_and_the_gpus():
             assert rec["value"] is not None or rec["missing"]
 
 
-# -- proxies: generated source ----------------------------------------------------------------
-@pytest.mark.parametrize("kind", gpu_proxies.KINDS)
-def test_proxy_source_has_phi_fifths_of_its_kind(kind):
-    for phi in range(6):
-        counts = gpu_proxies.op_counts(gpu_proxies.source(kind, phi))
-        assert counts[kind] == phi * gpu_proxies.GROUPS
-        assert counts["filler"] == (5 - phi) * gpu_proxies.GROUPS
-        assert all(n == 0 for k, n in counts.items() if k not in (kind, "filler"))
-
-
-def test_proxy_arguments_are_checked():
-    with pytest.raises(ValueError, match="0..5"):
-        gpu_proxies.source("ATOMIC", 6)
-    with pytest.raises(ValueError, match="unknown GPU proxy"):
-        gpu_proxies.source("FLOP", 1)
-
-
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc on PATH")
-def test_runtime_cuda_sources_compile_with_nvcc(tmp_path):
-    """Every proxy (all kinds and intensities) and the microbenchmarks, as pycuda compiles them
-    (inside extern "C"), in one nvcc run."""
-    parts = [gpu_microbench.SOURCE]
-    for kind in gpu_proxies.KINDS:
-        for phi in range(6):
-            name = f"proxy_{kind.replace('-', '_')}_{phi}"
-            parts.append(gpu_proxies.source(kind, phi).replace("void proxy(", f"void {name}("))
-    src = tmp_path / "runtime_sources.cu"
-    src.write_text('extern "C" {\n' + "\n".join(parts) + "\n}\n")
-    run = subprocess.run(["nvcc", "--ptx", "-arch=sm_75", "-o", str(tmp_path / "out.ptx"), str(src)],
-                         capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr
-    ptx = (tmp_path / "out.ptx").read_text()
-    assert ptx.count(".entry") == 2 + 30
-    for instruction in ("fma.rn.f32", "fma.rn.f64", "atom.global.add.u32", "atom.shared.add.u32", "ld.shared.f32"):
-        assert instruction in ptx, instruction
-    assert "warning" not in run.stderr, run.stderr  # pycuda would repeat compiler warnings to users
-
-
-# -- ncu output ---------------------------------------------------------------------------------
-CSV = '''==PROF== Connected to process 1 (python)
-"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
-"0","1","python","h","proxy","1","7","(256, 1, 1)","(1056, 1, 1)","0","9.0","Command line profiler metrics","smsp__inst_issued.sum","inst","1,000,000"
-"0","1","python","h","proxy","1","7","(256, 1, 1)","(1056, 1, 1)","0","9.0","Command line profiler metrics","smsp__sass_thread_inst_executed_op_ffma_pred_on.sum","inst","3,200,000"
-"0","1","python","h","proxy","1","7","(256, 1, 1)","(1056, 1, 1)","0","9.0","Command line profiler metrics","smsp__sass_thread_inst_executed_op_fadd_pred_on.sum","inst","0"
-"0","1","python","h","proxy","1","7","(256, 1, 1)","(1056, 1, 1)","0","9.0","Command line profiler metrics","smsp__sass_thread_inst_executed_op_fmul_pred_on.sum","inst","100"
-"0","1","python","h","proxy","1","7","(256, 1, 1)","(1056, 1, 1)","0","9.0","Command line profiler metrics","l1tex__t_sector_hit_rate.pct","%","87.5"
-"1","1","python","h","other","1","7","(256, 1, 1)","(1, 1, 1)","0","9.0","Command line profiler metrics","smsp__inst_issued.sum","inst","n/a"
-'''
-
-
-def test_ncu_csv_is_parsed_and_counts_are_normalised_by_issued_instructions():
-    kernels = ncu.parse_csv(CSV)
-    assert [k["name"] for k in kernels] == ["proxy", "other"]
-    values, missing = ncu.combine(kernels[0]["raw"], ["flop_count_sp", "l1_cache_global_hit_rate", "inst_issued",
-                                                      "dram_read_transactions"])
-    assert values["flop_count_sp"] == pytest.approx((2 * 3_200_000 + 100) / 1_000_000)
-    assert values["l1_cache_global_hit_rate"] == 87.5 and values["inst_issued"] == 1_000_000
-    assert "dram__sectors_read.sum" in missing["dram_read_transactions"]
-    values, missing = ncu.combine(kernels[1]["raw"], ["inst_issued"])
-    assert values == {} and missing["inst_issued"]
-
-
-def test_every_paper_metric_maps_to_ncu_metrics():
-    needed = ncu.ncu_metrics(ncu.METRICS)
-    assert ncu.NORMALISER in needed and all("__" in m for m in needed)
-    with pytest.raises(ValueError, match="unknown profiling metric"):
-        ncu.ncu_metrics(["flops"])
-
-
-def test_profile_without_ncu_says_why(tmp_path, monkeypatch):
-    monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.delenv("NITRO_NCU", raising=False)
-    result = ncu.profile("nitro.devices.gpu_proxies:run", ["SP-GFLOP", 1])
-    assert result["kernels"] == [] and "ncu" in result["missing"]
-    with pytest.raises(ValueError, match="module:function"):
-        ncu.profile("not_a_target")
-
-
 # -- on a GPU -----------------------------------------------------------------------------------
 @pytest.mark.gpu
 @needs_gpu
@@ -181,46 +129,13 @@ def test_gpu_record_has_the_queried_and_derived_features():
     [first, *_] = gpu.list_gpus()
     assert first["id"] == gpu.gpu_device_id(first["name"])
     rec = gpu.describe_gpu(first["index"])
-    for name in ("global_mem_gb", "multiprocessors", "clock_mhz", "mem_clock_mhz", "mem_bus_width_bits",
-                 "l2_cache_kb", "shared_mem_per_block_kb", "copy_engines", "compute_capability"):
+    for name in ("global_mem_gb", "multiprocessors", "mem_bus_width_bits", "l2_cache_kb",
+                 "shared_mem_per_block_kb", "shared_mem_per_block_optin_kb", "copy_engines", "compute_capability"):
         assert rec[name]["source"] == "query" and rec[name]["value"] > 0, name
+    assert rec["shared_mem_per_block_optin_kb"]["value"] >= rec["shared_mem_per_block_kb"]["value"] == 48
+    assert rec["warp_size"]["value"] == 32 and 1 < rec["global_mem_gb"]["value"] < 1024
     for name in ("cores", "peak_gflops_sp", "peak_gflops_dp", "peak_gbps"):
         assert rec[name]["source"] == "derived" and rec[name]["value"] > 0, name
     for name in ("nvml_max_sm_clock_mhz", "power_limit_w", "pcie_generation", "pcie_width"):
         assert (rec[name]["value"] or 0) > 0 or rec[name]["missing"], name
     assert devices.describe(first["id"], measure=False).keys() == rec.keys()
-
-
-@pytest.mark.gpu
-@needs_gpu
-def test_gpu_atomic_microbenchmarks():
-    out = gpu_microbench.measure_gpu(0, budget_s=1.0)
-    for name, rec in out.items():
-        assert rec["source"] == "microbench"
-        assert (rec["value"] is not None and rec["value"] > 0) or rec["missing"], name
-    values = {k: r["value"] for k, r in out.items() if r["value"] is not None}
-    if "global_atomic_ns" in values and "global_atomic_uncontended_ns" in values:
-        assert values["global_atomic_ns"] > values["global_atomic_uncontended_ns"]
-
-
-@pytest.mark.gpu
-@needs_gpu
-@pytest.mark.parametrize("kind", gpu_proxies.KINDS)
-def test_gpu_proxies_run(kind):
-    for phi in (0, 3, 5):
-        assert gpu_proxies.run(kind, phi, 100_000) == phi * gpu_proxies.GROUPS * 100_000
-
-
-@pytest.mark.gpu
-@needs_gpu
-@pytest.mark.skipif(shutil.which("ncu") is None, reason="Nsight Compute (ncu) is not on PATH")
-def test_ncu_profile_of_proxies_tracks_intensity():
-    fp32 = []
-    for phi in (1, 4):
-        result = ncu.profile("nitro.devices.gpu_proxies:run", ["SP-GFLOP", phi, 1 << 20],
-                             metrics=["inst_fp_32", "flop_count_sp", "inst_executed"], kernel_regex="proxy")
-        if isinstance(result["missing"], str):
-            pytest.skip(result["missing"])
-        [kernel] = result["kernels"]
-        fp32.append(kernel["metrics"]["inst_fp_32"])
-    assert fp32[1] > 1.5 * fp32[0]
