@@ -149,6 +149,16 @@ def cmd_explain(args):
     _emit(args, result, format_explanation(result))
 
 
+def cmd_selftest(args):
+    if not args.gpu:
+        raise ValueError("nitro selftest: nothing to test; pass --gpu to check nitro's GPU paths on this machine's GPU")
+    from .selftest import format_gpu, run_gpu
+    result = run_gpu()
+    _emit(args, result, format_gpu(result))
+    if not result["passed"]:
+        raise SystemExit(1)
+
+
 def cmd_devices(args):
     from . import devices
     records = devices.describe_all(measure=not args.no_measure)
@@ -281,6 +291,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stop splitting when a split removes less than this share of the total SSE")
     p.add_argument("--plot", metavar="PNG", help="draw the tree into this PNG file")
     p.set_defaults(func=cmd_explain)
+
+    p = sub.add_parser("selftest", parents=[common], help="run nitro's GPU paths on this GPU: pass/FAIL per path")
+    p.add_argument("--gpu", action="store_true", help="check the GPU paths (skipped, saying why, without a GPU)")
+    p.set_defaults(func=cmd_selftest)
 
     p = sub.add_parser("devices", parents=[common], help="this machine's CPU and NVIDIA GPUs and their features")
     p.add_argument("--no-measure", action="store_true", help="skip the microbenchmarks")
