@@ -6,7 +6,8 @@ variant is its fraction of the optimum ``t_best / t_v`` — so a wrong choice co
 costs, not just a miss. When every source device has the same training inputs (a full grid),
 the kernel matrix is ``K_d ⊗ K_x`` and one eigendecomposition of ``K_x`` serves every
 device-feature subset and every choice of sources: a fit costs a tiny device eigenproblem and
-one ``O(n²·v)`` product, which is what makes CV-DFS fast.
+one ``O(n·r·v)`` product (r: the rank of the input kernel's basis), which is what makes CV-DFS
+fast. Large training sets use a Nyström basis of bounded rank (:class:`KronKRRGrid`).
 """
 from __future__ import annotations
 
@@ -30,24 +31,77 @@ def fraction_targets(times: np.ndarray) -> np.ndarray:
     return t.min(axis=-1, keepdims=True) / t
 
 
+EXACT_MAX = 4000        # training inputs up to which the input kernel is exact (an n×n eigenproblem)
+N_COMPONENTS = 800      # Nyström landmarks beyond that: cost O(n·m²), memory O(n·m), model size m
+CHUNK = 8192            # rows of an input kernel computed at a time
+
+
+def rbf_dot(A: np.ndarray, B: np.ndarray, gamma: float, W: np.ndarray, chunk: int = CHUNK) -> np.ndarray:
+    """``rbf(A, B, gamma) @ W`` computed ``chunk`` rows of ``A`` at a time, so that no
+    ``len(A) × len(B)`` matrix is held for large ``A``."""
+    out = np.empty((len(A),) + W.shape[1:])
+    for i in range(0, len(A), chunk):
+        out[i:i + chunk] = rbf(A[i:i + chunk], B, gamma) @ W
+    return out
+
+
+def landmarks(X: np.ndarray, m: int, seed: int = 0) -> np.ndarray:
+    """``m`` Nyström landmarks among the rows of ``X``: a uniform random sample without
+    replacement (sorted), the standard choice whose error bounds hold whatever the data."""
+    return np.sort(np.random.default_rng(seed).choice(len(X), size=m, replace=False))
+
+
 class KronKRRGrid:
     """Shared state for Kronecker KRR fits on a grid of ``n`` training inputs.
 
     ``X``: transformed, standardised training inputs (n, p); ``Y``: targets (n, m, v) of those
     inputs on all ``m`` devices that may serve as sources.
+
+    The input kernel is used through its eigenbasis ``K_x = U diag(ev) Uᵀ``. Up to
+    ``EXACT_MAX`` inputs (``n_components="auto"``) that is the exact n×n decomposition and
+    the model's centres are the training inputs. Beyond, it is the Nyström approximation
+    on ``N_COMPONENTS`` landmarks ``C`` (``U`` is n×r, r ≤ m): time and memory grow linearly
+    with n, and the exported model is an expansion over the m landmarks, whatever n.
+    ``n_components=None`` forces the exact path, an int forces that many landmarks.
     """
 
-    def __init__(self, X: np.ndarray, Y: np.ndarray, gamma_x: float | None = None):
+    def __init__(self, X: np.ndarray, Y: np.ndarray, gamma_x: float | None = None,
+                 n_components: int | str | None = "auto", seed: int = 0):
         self.X = X
         self.gamma_x = gamma_x if gamma_x is not None else 1.0 / max(X.shape[1], 1)
-        ev, self.U = np.linalg.eigh(rbf(X, X, self.gamma_x))
-        self.ev = np.maximum(ev, 0.0)
+        if n_components == "auto":
+            n_components = N_COMPONENTS if len(X) > EXACT_MAX else None
+        if n_components is not None and not (isinstance(n_components, (int, np.integer)) and n_components >= 1):
+            raise ValueError(f"n_components must be 'auto', None or a positive int, not {n_components!r}")
+        if n_components is None or n_components >= len(X):
+            ev, self.U = np.linalg.eigh(rbf(X, X, self.gamma_x))
+            self.ev = np.maximum(ev, 0.0)
+            self.centers, self._to_centers = X, None
+        else:
+            self._nystroem(int(n_components), seed)
+        self.n_components = None if self._to_centers is None else len(self.centers)
         self.Y = Y
         self.UtY = np.einsum("ni,nmc->imc", self.U, Y)
         self.Ut1 = self.U.sum(axis=0)
 
+    def _nystroem(self, m: int, seed: int):
+        """``U`` (n×r), ``ev`` and the map from eigenbasis weights to landmark weights, from
+        ``Φ = K_xC K_CC^{-1/2}`` (``ΦΦᵀ`` approximates ``K_x``) and the eigenproblem of ``ΦᵀΦ``."""
+        self.centers = self.X[landmarks(self.X, m, seed)]
+        s, Q = np.linalg.eigh(rbf(self.centers, self.centers, self.gamma_x))
+        keep = s > 1e-10 * s.max()
+        root = Q[:, keep] / np.sqrt(s[keep])                        # K_CC^{-1/2} on its range (m×r)
+        Phi = rbf_dot(self.X, self.centers, self.gamma_x, root)      # n×r
+        sig2, V = np.linalg.eigh(Phi.T @ Phi)
+        keep = sig2 > 1e-10 * sig2.max()
+        sig2, V = sig2[keep], V[:, keep]
+        sig = np.sqrt(sig2)
+        self.U = Phi @ (V / sig)                                     # orthonormal columns
+        self.ev = sig2
+        self._to_centers = root @ (V * sig)                          # β_C = (K_CC^{-1/2} V S) h
+
     def dual(self, sources: list[int], Kd: np.ndarray, kd: np.ndarray, lam: float):
-        """Weights ``h`` (n, v) in the eigenbasis and the offset ``mu`` (v,) of the model for a
+        """Weights ``h`` (r, v) in the eigenbasis and the offset ``mu`` (v,) of the model for a
         device whose kernel values against ``sources`` are ``kd``."""
         sig, V = np.linalg.eigh(Kd)
         sig = np.maximum(sig, 0.0)
@@ -56,12 +110,14 @@ class KronKRRGrid:
         W = np.einsum("imc,mj->ijc", Z, V) / (self.ev[:, None, None] * sig[None, :, None] + lam)
         return np.einsum("ijc,j->ic", W, V.T @ kd), mu
 
-    def predict_train(self, h, mu):
-        return self.U @ (self.ev[:, None] * h) + mu
+    def predict_train(self, h, mu, rows: np.ndarray | None = None):
+        """Predictions on the training inputs (or on the training rows ``rows``)."""
+        U = self.U if rows is None else self.U[rows]
+        return U @ (self.ev[:, None] * h) + mu
 
     def weights(self, h):
-        """Expansion weights ``β`` so that ``f(x) = rbf(x, X) @ β + mu``."""
-        return self.U @ h
+        """Expansion weights ``β`` so that ``f(x) = rbf(x, centers) @ β + mu``."""
+        return self.U @ h if self._to_centers is None else self._to_centers @ h
 
 
 def device_kernel(D: np.ndarray, sources: list[int], target: int, gamma: float | None = None):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..learn.kron import device_kernel, rbf
+from ..learn.kron import device_kernel, rbf_dot
 from ..model import SelectorModel
 from .prepare import Prepared
 
@@ -24,15 +24,15 @@ def transfer_scores(prep: Prepared, target: int, subsets: list[list[int]], lam: 
     beta, mu = np.mean(betas, axis=0), np.mean(mus, axis=0)
     if inputs is None:
         return None, beta, mu
-    return rbf(prep.X[inputs], prep.grid.X, prep.grid.gamma_x) @ beta + mu, beta, mu
+    return rbf_dot(prep.X[inputs], prep.grid.centers, prep.grid.gamma_x, beta) + mu, beta, mu
 
 
 def export_model(prep: Prepared, beta: np.ndarray, mu: np.ndarray, input_features: list[str],
                  provenance: dict, centers: np.ndarray | None = None) -> SelectorModel:
-    """The expansion ``rbf(x, centers) @ beta + mu`` (centres: the training inputs unless
-    given) as a plain-data kernel model."""
+    """The expansion ``rbf(x, centers) @ beta + mu`` (centres: the grid's, i.e. the training
+    inputs or the Nyström landmarks, unless given) as a plain-data kernel model."""
     data = prep.data
-    centers = prep.grid.X if centers is None else centers
+    centers = prep.grid.centers if centers is None else centers
     return SelectorModel(
         variants=list(data.variants), input_features=list(input_features), kind="kernel",
         params={"signed_log": True, "mean": prep.x_mean.tolist(), "scale": prep.x_scale.tolist(),

@@ -1,6 +1,7 @@
 import numpy as np
 
 from nitro.learn import LogHeavyTails, SVMSelector
+from nitro.learn.svm import stratified_sample
 
 
 def test_log_only_heavy_tailed_nonnegative_columns():
@@ -56,3 +57,24 @@ def test_sample_weights_weigh_the_cross_validation_score_too():
     best = max(weighted, key=weighted.get)
     assert max(plain, key=plain.get) != best            # the two criteria disagree on this data
     assert (est.best_params_["svc__C"], est.best_params_["svc__gamma"]) == best
+
+
+def test_stratified_sample_is_bounded_and_keeps_every_class():
+    y = np.array([0] * 950 + [1] * 48 + [2] * 2)
+    idx = stratified_sample(y, 100, seed=3)
+    assert len(idx) <= 100 + 5 and np.all(np.diff(idx) > 0)
+    assert set(np.unique(y[idx])) == {0, 1, 2} and (y[idx] == 2).sum() == 2
+    np.testing.assert_array_equal(stratified_sample(y, None), np.arange(len(y)))
+    np.testing.assert_array_equal(stratified_sample(y, 5000), np.arange(len(y)))
+
+
+def test_large_training_sets_give_a_bounded_model_that_still_learns():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(3000, 2))
+    y = np.where(X[:, 0] * X[:, 1] > 0, "same", "opposite")
+    est = SVMSelector(C_grid=(1.0, 10.0), gamma_grid=("scale",), max_search=300, max_fit=600).fit(X, y)
+    assert est.n_fit_inputs_ <= 600 and est.pipeline_[-1].support_vectors_.shape[0] <= 600
+    Xt = rng.uniform(-1, 1, size=(500, 2))
+    assert (est.predict(Xt) == np.where(Xt[:, 0] * Xt[:, 1] > 0, "same", "opposite")).mean() > 0.9
+    full = SVMSelector(C_grid=(1.0,), gamma_grid=("scale",), max_fit=None).fit(X, y)
+    assert full.n_fit_inputs_ == 3000
