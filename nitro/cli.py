@@ -51,6 +51,34 @@ def cmd_store_import(args):
     _emit(args, result, f"imported {result['rows']} rows on {result['devices']} devices as {args.computation!r}")
 
 
+def cmd_bundle_build(args):
+    from .bundle_build import build_bundle
+    bundle = build_bundle(_store(args), args.computation, _split(args.devices), learner=args.learner,
+                          default=args.default)
+    path = bundle.save(args.output)
+    result = {"file": str(path), "bytes": path.stat().st_size, "devices": sorted(bundle.devices),
+              "transfer_blocks": {k: b.sources for k, b in bundle.transfer.items()}}
+    _emit(args, result, f"wrote {path} ({result['bytes']:,} bytes): models of {len(bundle.devices)} devices, "
+                        f"transfer blocks {', '.join(f'{k} ({len(v)} sources)' for k, v in result['transfer_blocks'].items()) or 'none'}")
+
+
+def cmd_bundle_show(args):
+    from .bundle import Bundle
+    bundle = Bundle.load(args.file)
+    model, info = bundle.model_for(args.device, kind=args.kind, measure=args.measure)
+    out = {"computation": bundle.computation, "devices": sorted(bundle.devices), "default": bundle.default,
+           "transfer_blocks": {k: b.sources for k, b in bundle.transfer.items()}, "this_device": info,
+           "model": model.kind if model else None}
+    _emit(args, out, f"{bundle.computation}: models of {', '.join(out['devices'])}; default {bundle.default}\n"
+                     f"on {info['device']}: {info['path']}" + (f" ({model.kind} model)" if model else ""))
+
+
+def cmd_bench_startup(args):
+    from .bench.startup import bench_startup, format_startup
+    result = bench_startup(repeats=args.repeats)
+    _emit(args, result, format_startup(result))
+
+
 def cmd_bench_dispatch(args):
     from .bench.dispatch import bench_dispatch, format_dispatch
     result = bench_dispatch(calls=args.calls)
@@ -233,6 +261,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--variants", help="comma-separated variants to keep (default: all)")
     p.set_defaults(func=cmd_store_import)
 
+    bundle = sub.add_parser("bundle", help="ship models in one file").add_subparsers(dest="bundle_command", required=True)
+    p = bundle.add_parser("build", parents=[common], help="write a computation's models and unknown-device fallbacks to a file")
+    p.add_argument("computation")
+    p.add_argument("-o", "--output", required=True, help="bundle file (.json, or .json.gz gzipped)")
+    p.add_argument("--devices", help="comma-separated devices (default: every device with rows)")
+    p.add_argument("--learner", default="svm", help="learner for devices without a stored model (default svm)")
+    p.add_argument("--default", help="the default variant (default: the first)")
+    p.set_defaults(func=cmd_bundle_build)
+    p = bundle.add_parser("show", parents=[common], help="a bundle's devices, and which model this device gets")
+    p.add_argument("file")
+    p.add_argument("--device", help="device id or reported name (default: this machine's CPU)")
+    p.add_argument("--kind", help="cpu or gpu: the transfer block for an unknown device")
+    p.add_argument("--measure", action="store_true", help="allow microbenchmarks for an unknown device's features")
+    p.set_defaults(func=cmd_bundle_show)
+
     p = sub.add_parser("evaluate", parents=[common], help="leave-one-device-out evaluation of a measurement directory")
     p.add_argument("dataset", help="directory with devices.csv, inputs.csv[.gz], measurements.csv[.gz]")
     p.add_argument("--variants", help="comma-separated variants (default: those measured on every device)")
@@ -309,6 +352,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_profile)
 
     bench = sub.add_parser("bench", help="measure nitro's own speed").add_subparsers(dest="bench_command", required=True)
+    p = bench.add_parser("startup", parents=[common],
+                         help="fresh-process import + bundle load + first dispatch against import numpy")
+    p.add_argument("--repeats", type=int, default=15)
+    p.set_defaults(func=cmd_bench_startup)
     p = bench.add_parser("dispatch", parents=[common], help="dispatch overhead against scikit-learn predict")
     p.add_argument("--calls", type=int, default=20000)
     p.set_defaults(func=cmd_bench_dispatch)

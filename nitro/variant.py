@@ -73,6 +73,7 @@ class CodeVariant:
         self.profiling_based_dfs = False
         self.search_based_dfs = False
         self._refiner = None
+        self.bundle_choice: dict | None = None   # how use_bundle found the model
 
     @property
     def variant_names(self) -> list[str]:
@@ -96,6 +97,23 @@ class CodeVariant:
     @model.setter
     def model(self, model: SelectorModel | None):
         self._dispatcher.set_model(model)
+
+    def use_bundle(self, bundle, device: str | None = None, **options) -> dict:
+        """Take this device's model from a bundle (a :class:`nitro.bundle.Bundle` or its file):
+        exact device, same datasheet product, transfer from the device's features, else none
+        (the default variant runs). Returns how it was found (``path``: exact, product, transfer
+        or default), also kept in :attr:`bundle_choice`. Options: see
+        :meth:`nitro.bundle.Bundle.model_for` (``device_features``, ``kind``, ``query``, ``measure``)."""
+        from .bundle import Bundle
+        if not isinstance(bundle, Bundle):
+            bundle = Bundle.load(bundle)
+        if bundle.computation != self.name or bundle.input_features != self.feature_names:
+            raise ValueError(f"{self.name}: the bundle is for {bundle.computation!r} with features "
+                             f"{bundle.input_features}, not {self.feature_names}")
+        model, info = bundle.model_for(device or self.device_id, **options)
+        self.model = model
+        self.bundle_choice = info
+        return info
 
     # -- run ---------------------------------------------------------------------------------
     def compute_features(self, *args) -> list[float]:

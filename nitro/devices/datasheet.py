@@ -13,8 +13,6 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-import pandas as pd
-
 PATH = Path(__file__).with_name("datasheet.csv")
 
 # Numeric columns and their units; the column names are nitro's device-feature names.
@@ -57,6 +55,8 @@ def _tokens(name: str) -> tuple[str, ...]:
 def validate(table: pd.DataFrame) -> pd.DataFrame:
     """Check the table's columns, kinds, ids, numbers and sources; return it with numeric
     columns as floats. Raises ``ValueError`` naming the first problem."""
+    import pandas as pd      # here, not at import: name matching (_tokens) serves the light run time
+
     expected = TEXT_COLUMNS + list(UNITS) + ["source"]
     if list(table.columns) != expected:
         raise ValueError(f"datasheet columns {list(table.columns)} differ from {expected}")
@@ -87,6 +87,8 @@ def validate(table: pd.DataFrame) -> pd.DataFrame:
 @lru_cache(maxsize=1)
 def load() -> pd.DataFrame:
     """The validated datasheet table, one row per device, indexed by position."""
+    import pandas as pd
+
     return validate(pd.read_csv(PATH, dtype=str, keep_default_na=False, na_values=[""]))
 
 
@@ -112,7 +114,7 @@ def features(row: dict) -> dict:
     cells left out); ``clock_mhz`` is the boost clock, else the base clock."""
     out = {}
     for col, unit in UNITS.items():
-        if pd.notna(row[col]):
+        if row[col] == row[col] and row[col] is not None:      # not NaN
             out[col] = {"value": float(row[col]), "unit": unit, "source": "datasheet"}
     clock = out.get("boost_clock_mhz") or out.get("base_clock_mhz")
     if clock:

@@ -1,0 +1,121 @@
+"""Building a model bundle (:mod:`nitro.bundle`) from the store: the tuning side, which may use
+scikit-learn and pandas; loading the bundle needs neither."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from . import devices as devices_mod
+from .bundle import Bundle, Transfer
+from .dataset import Measurements
+from .devices import datasheet
+from .learn.kron import device_kernel, source_distances, standardised_devices
+from .store import Store
+from .transfer.coverage import choose_variants
+from .transfer.data import TransferData
+from .transfer.fit import LAMBDA
+from .transfer.prepare import Prepared
+from .variant import code_variant
+
+MIN_KIND = 3    # a device kind gets its own transfer block from this many devices (as tune_from_source)
+
+
+def device_models(store: Store, name: str, devices: list[str], learner="svm") -> dict:
+    """Each device's stored model; a device without one gets an on-device model fitted on its
+    rows with ``learner`` and stored, so that the store and the bundle hold the same model."""
+    from .model import SelectorModel
+    from .tuner import Autotuner
+
+    meta = store.meta(name)
+    models = {}
+    for device in devices:
+        stored = store.model(name, device)
+        if stored is None:
+            rows = store.rows(name, device)
+            if not rows:
+                raise ValueError(f"{name}: device {device!r} has neither a stored model nor training rows")
+            cv = code_variant(name, {v: (lambda *a: None) for v in meta["variants"]},
+                              {f: (lambda *a: 0.0) for f in meta["features"]})
+            cv.device_id = device
+            model = Autotuner(name, store, learner=learner, progress=False).fit_rows(cv, rows)
+            store.put_model(name, device, model.to_dict())
+            models[device] = model
+        else:
+            models[device] = SelectorModel.from_dict(stored)
+    return models
+
+
+def transfer_block(store: Store, name: str, sources: list[str]) -> Transfer:
+    """The Kronecker KRR model of :func:`nitro.transfer.tune.tune_from_source` over ``sources``
+    (all device features known on every source, no feature search), in closed form: the model
+    for a device with kernel row ``kd`` has weights ``Σ_s kd[s]·W_s``, ``W_s`` being the weights
+    for the unit row of source ``s`` (the dual solution is linear in ``kd``)."""
+    meta = store.meta(name)
+    records = {s: store.device(s) for s in sources}
+    frame = pd.DataFrame({d: devices_mod.feature_values(r) for d, r in records.items()}).T
+    m = Measurements.from_rows({s: store.rows(name, s) for s in sources}, meta["variants"], meta["features"],
+                               devices=frame)
+    choice = choose_variants(m, sources)
+    data = TransferData.from_measurements(m, devices=sources, variants=choice.variants)
+    prep = Prepared.build(data, sources, np.arange(len(data.inputs)))
+    cols = list(prep.features)
+    D = prep.D[:, cols]
+    Kd = device_kernel(D, prep.sources, prep.sources[0])[0]      # among the sources: any target
+    Z = standardised_devices(D, prep.sources)
+    weights, mu = [], None
+    for i in range(len(sources)):
+        h, mu = prep.grid.dual(prep.sources, Kd, np.eye(len(sources))[i], LAMBDA)
+        weights.append(prep.grid.weights(h))
+    A = D[prep.sources]
+    mean, std = A.mean(axis=0), A.std(axis=0)
+    varies = std > 1e-12 * np.maximum(np.abs(mean), 1.0)
+    spread2 = source_distances(Z, prep.sources, prep.sources[0])[1] if Z is not None else 0.0
+    return Transfer(sources=list(sources), device_features=[data.device_features[j] for j in cols],
+                    variants=list(data.variants),
+                    input={"signed_log": True, "mean": prep.x_mean.tolist(), "scale": prep.x_scale.tolist(),
+                           "gamma": float(prep.grid.gamma_x), "centers": prep.grid.centers},
+                    weights=np.asarray(weights), offset=mu.tolist(), dev_mean=mean[varies], dev_std=std[varies],
+                    varies=varies, spread2=float(spread2))
+
+
+def datasheet_table() -> dict:
+    """The datasheet's names and figures, for matching and describing devices at run time."""
+    out = {}
+    for row in datasheet.load().to_dict("records"):
+        names = [row["id"], row["name"], *(row["aliases"] or "").split("|")]
+        out[row["id"]] = {"kind": row["kind"], "names": [n for n in names if n],
+                          "features": {k: r["value"] for k, r in datasheet.features(row).items()}}
+    return out
+
+
+def build_bundle(store: Store, name: str, devices=None, learner="svm", default: str | None = None,
+                 transfer: bool = True) -> Bundle:
+    """A bundle of computation ``name`` for ``devices`` (default: every device with rows), its
+    ``default`` variant (the first one unless given), with a transfer block per device kind shared by at least ``MIN_KIND`` of them and
+    one over all of them (``"*"``) for other kinds and devices of unknown kind."""
+    meta = store.meta(name)
+    devices = list(devices) if devices else store.devices(name)
+    if not devices:
+        raise ValueError(f"{name}: no device has training rows in the store")
+    models = device_models(store, name, devices, learner)
+    info = {}
+    for d in devices:
+        record = store.device(d, missing_ok=True) or {}
+        row = datasheet.lookup(d)
+        info[d] = {"kind": store.device_metadata(d).get("kind"), "product": row["id"] if row else None,
+                   "features": {k: v for k, v in devices_mod.feature_values(record).items() if np.isfinite(v)}}
+    blocks = {}
+    if transfer:
+        with_features = [d for d in devices if info[d]["features"]]
+        kinds = pd.Series({d: info[d]["kind"] for d in with_features}, dtype=object)
+        for kind, group in kinds.groupby(kinds.values):
+            if len(group) >= MIN_KIND:
+                blocks[str(kind)] = transfer_block(store, name, list(group.index))
+        covered = {s for b in blocks.values() for s in b.sources}
+        if len(with_features) >= 2 and set(with_features) - covered:   # other kinds, unknown kinds
+            blocks["*"] = transfer_block(store, name, with_features)
+    default = default or meta["variants"][0]
+    return Bundle.build(name, meta["variants"], meta["features"], default, models, info=info, transfer=blocks,
+                        datasheet=datasheet_table(),
+                        provenance={"built_from": store.name, "learner": str(learner),
+                                    "devices": devices, "transfer_blocks": {k: b.sources for k, b in blocks.items()}})
