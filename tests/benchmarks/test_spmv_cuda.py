@@ -1,5 +1,9 @@
 """CUDA SpMV variants: contract, constraints and input checks without a GPU; on a GPU, every
 variant its constraint allows against SciPy, and tuning."""
+import re
+import shutil
+import subprocess
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -144,3 +148,19 @@ def test_cuda_tune_and_dispatch(gpu):
     cv.model = tuner.fit_rows(cv, rows)
     for dA, dx in args[:3]:
         assert np.allclose(spmv_cuda.to_host(cv(dA, dx)), dA.host.csr @ spmv_cuda.to_host(dx))
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc on PATH")
+def test_csr_vector_steps_through_a_row_with_a_64_bit_index(tmp_path):
+    """A warp's index into a row advances by 32 in 64 bits: an ``int`` would overflow for a row
+    ending near 2^31 nonzeros (read in the PTX nvcc makes of ``spmv.cu``)."""
+    source = Path(__file__).resolve().parents[2] / "variants_cpp" / "spmv.cu"
+    ptx = tmp_path / "spmv.ptx"
+    run = subprocess.run(["nvcc", "--ptx", "-std=c++17", "-arch=sm_90", "-o", str(ptx), str(source)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    text = ptx.read_text()
+    body = text[text.index("csr_vector_kernel"):]
+    body = body[:body.index("\n}")]
+    steps = re.findall(r"add\.[su](32|64)\s+%\w+, %\w+, 32;", body)
+    assert steps and set(steps) == {"64"}, steps
