@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from .search import EarlyStopping
 from .store import Store, StoreError
@@ -151,7 +152,10 @@ def cmd_tune_from_source(args):
                              sources=_split(args.sources), target=args.target, target_features=target_features,
                              profiling_based_dfs=args.p_dfs, search_based_dfs=args.cv_dfs, k=args.k,
                              max_subset_size=args.max_subset_size, selection=args.selection,
-                             n_jobs=args.n_jobs, progress=not args.json, keep_variants=_split(args.variants))
+                             n_jobs=args.n_jobs, progress=not args.json, keep_variants=_split(args.variants),
+                             save=args.output is None)
+    if args.output:
+        Path(args.output).write_text(json.dumps(model.to_dict()))
     p = model.provenance
     lines = [f"model of {args.computation!r} for {p['target']} from {len(p['sources'])} sources "
              f"({', '.join(p['sources'])}); device features: {', '.join(p['device_features'])}",
@@ -323,6 +327,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--k", type=int, default=1)
     p.add_argument("--max-subset-size", type=int, default=3)
     p.add_argument("--n-jobs", type=int, default=None)
+    p.add_argument("--output", metavar="JSON", help="write the model to this file instead of the store "
+                   "(for a read-only store user)")
     p.set_defaults(func=cmd_tune_from_source)
 
     p = sub.add_parser("explain", parents=[common],

@@ -88,7 +88,7 @@ class Store:
     def _error(self, exc: Exception) -> StoreError:
         """A Redis error as one StoreError naming the store (never its password)."""
         if isinstance(exc, NoPermissionError):
-            return StoreError(f"store {self.name} refused the command: this user has no permission "
+            return StoreError(f"store {self.name} refused: the user lacks a permission "
                               f"({clean(exc, self.url)}); connect as a user whose ACL allows it "
                               "(README, \"Access control\")")
         return StoreError(f"store {self.name} failed ({type(exc).__name__}: {clean(exc, self.url)})")

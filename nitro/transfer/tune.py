@@ -60,9 +60,10 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
                      n_jobs: int | None = None, progress: bool = True, learner=None,
                      target_budget: int | float | None = None,
                      measure_target: Callable[[list[str]], list[TrainingRow]] | None = None,
-                     keep_variants=None) -> SelectorModel:
+                     keep_variants=None, save: bool = True) -> SelectorModel:
     """Build (and store) computation ``name``'s model for ``target`` (default: this device)
-    from every source device's training rows and device features in ``store``.
+    from every source device's training rows and device features in ``store``
+    (``save=False``: returned only, as a read-only store user needs).
 
     Default sources are the other devices with rows; when the device metadata ``kind`` is
     known for the target and at least three of them share it, only those. The model chooses
@@ -148,7 +149,8 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
         model = _few_shot(store, name, prep, t, target_budget, measure_target, list(features), provenance)
     else:
         model = export_model(prep, beta, mu, list(features), provenance)
-    store.put_model(name, target, model.to_dict())
+    if save:
+        store.put_model(name, target, model.to_dict())
     return model
 
 

@@ -12,8 +12,11 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
+import numpy as np
 import pytest
 import redis
+
+from nitro.measurement import TrainingRow
 
 
 def free_port() -> int:
@@ -240,3 +243,30 @@ def store(request):
         client = connect(url)
         client.flushall()
         yield Store(url, client=client)
+
+
+def planted_sources(store, n_devices=6, n_inputs=120, seed=0):
+    """Source rows with a known answer: c is best on inputs larger than the device's cache."""
+    rng = np.random.default_rng(seed)
+    store.declare("toy", ["a", "b", "c"], ["size", "skew"])
+    size = np.exp(rng.uniform(np.log(50), np.log(5000), n_inputs))
+    skew = rng.uniform(0, 1, n_inputs)
+    for d in range(n_devices):
+        cache, atomics = rng.uniform(200, 2000), (1.0, 10.0)[d % 2]
+        store.put_device(f"dev{d}", {"cache_kb": {"value": cache}, "atomic_units": {"value": atomics},
+                                     "decoy": {"value": rng.uniform()}})
+        rows = []
+        for i, (s, k) in enumerate(zip(size, skew)):
+            big = s > cache
+            t = {"a": 1.0 if (not big and atomics > 5) else 2.0,
+                 "b": 1.0 if (not big and atomics <= 5) else 2.0, "c": 1.0 if big else 3.0}
+            rows.append(TrainingRow(f"in{i}", {"size": s, "skew": k},
+                                    {v: x * (1 + 0.01 * rng.random()) for v, x in t.items()}))
+        store.put_rows("toy", f"dev{d}", rows)
+
+
+@pytest.fixture
+def plant_sources():
+    """``plant_sources(store, n_devices=6, n_inputs=120)``: computation ``toy`` with source rows
+    and device features with a known answer, for ``tune_from_source``."""
+    return planted_sources

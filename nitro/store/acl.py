@@ -1,0 +1,27 @@
+"""Recommended Redis ACL rules for nitro's three kinds of store user (README, "Access control"),
+each limited to nitro's keys: ``READER`` lists, exports and tunes without writing; ``RECORDER``
+adds training rows, device records and profiles, but can neither delete nor write a model;
+``OWNER`` does everything nitro does (models, removing computations), and nothing dangerous.
+
+Each is a tuple of ``ACL SETUSER`` arguments to follow ``ACL SETUSER <user> on >PASSWORD``; on
+a Redis Cluster, run it on every node (ACL users are per node)."""
+from __future__ import annotations
+
+_BASE = ("resetkeys", "resetchannels", "-@all", "+@read", "+@connection", "-@dangerous",
+         "+cluster|slots", "+cluster|shards", "+cluster|nodes", "+cluster|info")
+
+READER = (*_BASE, "~nitro:*")
+
+# the keys a recorder writes, and no others: model keys (``nitro:{c}:model:<d>``, strings) match
+# none of them, because escaped names hold no ':', '{' or '}'
+_RECORDED = ("nitro:schema", "nitro:computations", "nitro:devices", "nitro:device:*",
+             "nitro:device_metadata:*", "nitro:proxy_profiles:*", "nitro:{*}:meta", "nitro:{*}:devices",
+             "nitro:{*}:rows:*", "nitro:{*}:profiles:*")
+RECORDER = (*_BASE, "+hset", "+sadd", "+setnx", "+multi", "+exec", "+discard", "%R~nitro:*",
+            *(f"%W~{k}" for k in _RECORDED),
+            "(+del ~nitro:device:*)")    # replacing a device's feature record deletes it first
+
+OWNER = (*_BASE, "+@write", "+@transaction", "-@dangerous", "~nitro:*")
+
+RULES = {"reader": READER, "recorder": RECORDER, "owner": OWNER}
+
