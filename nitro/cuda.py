@@ -111,6 +111,16 @@ def device_id() -> str | None:
         return gpu_device_id(drv.Context.get_device().name())
 
 
+def to_host(array):
+    """A device array's contents as a NumPy array, copied from any thread (NumPy arrays pass
+    through)."""
+    import numpy as np
+    if isinstance(array, np.ndarray):
+        return array
+    with on_device():
+        return array.get()
+
+
 _pools: dict = {}
 
 
