@@ -110,3 +110,15 @@ def test_server_shared_by_two_processes_stays_until_the_last_ends(tmp_path):
     second.send_signal(signal.SIGTERM)
     second.wait(10)
     assert _gone_within([server, watchdog], 5.0)
+
+
+def test_server_ends_even_when_its_data_directory_was_removed(tmp_path):
+    """A snapshot that cannot be written (pytest removed the directory, say) must not keep the
+    server running: the watchdog ends it without the snapshot."""
+    import shutil
+    data = tmp_path / "data"
+    proc, server, watchdog = _start_writer(data, "doomed")
+    shutil.rmtree(data)
+    proc.kill()
+    proc.wait(10)
+    assert _gone_within([server, watchdog], 5.0)
