@@ -244,6 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--json", action="store_true", help="print JSON instead of a table")
     common.add_argument("--backend", default=None, help="joblib backend for parallel loops: loky (processes), "
                                                          "threading, multiprocessing, dask or ray")
+    common.add_argument("--backend-address", default=None, metavar="ADDRESS",
+                        help="dask scheduler (tcp://host:8786) or Ray cluster (ray://host:10001, auto) to run on "
+                             "(default: $DASK_SCHEDULER_ADDRESS / $RAY_ADDRESS, else a local cluster of processes)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("demo", parents=[common], help="tune the C++ histogram variants here and report quality")
@@ -418,7 +421,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         from .parallel import parallel_backend
-        with parallel_backend(getattr(args, "backend", None)):
+        with parallel_backend(getattr(args, "backend", None), address=getattr(args, "backend_address", None)):
             args.func(args)
     except (StoreError, ValueError, TypeError, LookupError, FileNotFoundError) as exc:
         print(f"nitro: error: {exc}", file=sys.stderr)

@@ -30,6 +30,7 @@ from typing import Mapping
 
 import numpy as np
 from joblib import Parallel, delayed
+from joblib.parallel import get_active_backend
 
 from ..learn.kron import device_kernel
 from ..metrics import fraction_of_optimum
@@ -118,7 +119,8 @@ def cv_dfs(prep: Prepared, candidates=None, max_size: int = 3, k: int = 1, selec
         raise ValueError("no candidate device feature is known on every device involved")
     cand = subsets_upto(cols, min(max_size, len(cols)))
     jobs = (delayed(_score_all)(prep, t, cand, lam, groups) for t in prep.sources)
-    rows = list(progress_bar(Parallel(n_jobs=n_jobs, prefer="threads", return_as="generator")(jobs),
+    streams = getattr(get_active_backend()[0], "supports_return_generator", False)   # Ray's does not
+    rows = list(progress_bar(Parallel(n_jobs=n_jobs, prefer="threads", return_as="generator" if streams else "list")(jobs),
                              total=len(prep.sources), desc="CV-DFS", unit="source", enabled=progress))
     S = np.array(rows)                              # (temporary targets, subsets)
     freq: Counter = Counter()
