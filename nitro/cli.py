@@ -110,6 +110,12 @@ def cmd_bench_refine(args):
     _emit(args, result, format_refine(result))
 
 
+def cmd_bench_store(args):
+    from .bench.store import bench_store, format_store
+    result = bench_store(rows=args.rows, writers=args.writers, batch=args.batch, targets=_split(args.targets))
+    _emit(args, result, format_store(result))
+
+
 def cmd_bench_variants(args):
     from .bench.variants import bench_variants, format_variants
     result = bench_variants(_split(args.families), seed=args.seed, progress=not args.json,
@@ -414,6 +420,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reference-fits", type=int, default=2, help="from-scratch fits to time")
     p.add_argument("--n-jobs", type=int, default=None)
     p.set_defaults(func=cmd_bench_cvdfs)
+    p = bench.add_parser("store", parents=[common], help="rows/s written and read by the embedded store, "
+                         "a redis-server and a Redis Cluster, started here")
+    p.add_argument("--rows", type=int, default=1_000_000, help="rows written by the writers together and read back")
+    p.add_argument("--writers", type=int, default=8, help="writer processes (default 8)")
+    p.add_argument("--batch", type=int, default=1000, help="rows per put_rows call (default 1000)")
+    p.add_argument("--targets", default="embedded,server,cluster", help="comma-separated: embedded, server, cluster")
+    p.set_defaults(func=cmd_bench_store)
     return parser
 
 

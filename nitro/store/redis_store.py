@@ -14,8 +14,8 @@ from . import keys
 from .connection import StoreError, clean, connect, describe
 
 
-def _dumps(obj) -> str:
-    return json.dumps(obj, allow_nan=False, separators=(",", ":"))
+# one encoder for every record (rows are written by the million): finite numbers only
+_dumps = json.JSONEncoder(allow_nan=False, separators=(",", ":")).encode
 
 
 def _row_json(row: TrainingRow) -> str:
@@ -171,12 +171,13 @@ class Store:
         """The device's training rows, each validated (a StoreError names a bad one), in
         input-id order."""
         self.meta(computation)
-        found = {}
+        found = {}      # by the row's own input id (its field, checked): HSCAN may repeat a field
         for batch in self._scan_rows(computation, device_id):
             parsed = _loads_batch([v for _, v in batch])
             for j, (field, value) in enumerate(batch):
-                found[field] = self._row(computation, device_id, field, value if parsed is None else parsed[j])
-        return [found[f] for f in sorted(found)]
+                row = self._row(computation, device_id, field, value if parsed is None else parsed[j])
+                found[row.input_id] = row
+        return [found[i] for i in sorted(found)]   # str order is the UTF-8 fields' byte order
 
     @staticmethod
     def _row(computation: str, device_id: str, field: bytes, data) -> TrainingRow:
