@@ -94,6 +94,28 @@ def cmd_bench_training(args):
     _emit(args, result, format_training(result))
 
 
+def cmd_bench_scale(args):
+    from .bench.scale import bench_scale, format_scale
+    result = bench_scale(sizes=_ints(args.sizes), devices=args.devices, evaluate_max=args.evaluate_max,
+                         steps=args.steps.split(",") if args.steps else None, workdir=args.workdir,
+                         progress=not args.json)
+    _emit(args, result, format_scale(result))
+
+
+def cmd_synthetic(args):
+    from .synthetic import generate
+    result = generate(args.directory, args.inputs, args.devices, n_features=args.features, seed=args.seed)
+    _emit(args, result, f"wrote SYNTHETIC measurements of {result['inputs']} inputs x {result['devices']} devices "
+                        f"x {result['variants']} variants to {result['directory']} (for speed tests only)")
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        return [int(float(t)) for t in text.split(",") if t]
+    except ValueError:
+        raise ValueError(f"expected comma-separated whole numbers, got {text!r}") from None
+
+
 def cmd_bench_cvdfs(args):
     from .bench.cvdfs import bench_cvdfs, format_cvdfs
     result = bench_cvdfs(args.dataset, target=args.target, max_size=args.max_subset_size, seed=args.seed,
@@ -366,6 +388,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reprofile", action="store_true", help="profile again what the store already has")
     p.set_defaults(func=cmd_profile)
 
+    p = sub.add_parser("synthetic", parents=[common],
+                       help="write a SYNTHETIC measurement directory (roofline-style times) for speed tests")
+    p.add_argument("directory")
+    p.add_argument("--inputs", type=int, default=10000)
+    p.add_argument("--devices", type=int, default=4)
+    p.add_argument("--features", type=int, default=12)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_synthetic)
+
     bench = sub.add_parser("bench", help="measure nitro's own speed").add_subparsers(dest="bench_command", required=True)
     p = bench.add_parser("startup", parents=[common],
                          help="fresh-process import + bundle load + first dispatch against import numpy")
@@ -412,6 +443,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overhead-calls", type=int, default=20000, help="calls per side of the overhead measurement")
     p.add_argument("--datasets", default=None, help="folder of recorded <device>/histogram data (default: datasets/)")
     p.set_defaults(func=cmd_bench_refine)
+    p = bench.add_parser("scale", parents=[common],
+                         help="time and peak memory of training steps on synthetic tables of growing size")
+    p.add_argument("--sizes", default="1000,3000,10000,20000,30000,50000,100000", help="inputs per device")
+    p.add_argument("--devices", type=int, default=4)
+    p.add_argument("--steps", help="comma-separated: tune_fit,tune_from_source,evaluate (default: all)")
+    p.add_argument("--evaluate-max", type=int, default=50000, help="largest size evaluate runs on (default 50000)")
+    p.add_argument("--workdir", help="where the synthetic tables go (default: the system's temporary directory)")
+    p.set_defaults(func=cmd_bench_scale)
     p = bench.add_parser("cvdfs", parents=[common], help="CV-DFS time against from-scratch fits")
     p.add_argument("dataset", help="measurement directory (layout of spmv_ginkgo)")
     p.add_argument("--target", help="target device (default: the first one)")

@@ -101,6 +101,11 @@ def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, 
     return data, idx, others, np.sort(perm[n_test:]), np.sort(perm[:n_test])
 
 
+def _few_shot_choices(data, sources, train, t, picks, feats, Xte) -> np.ndarray:
+    """Choices on ``Xte`` of the few-shot trees given the target's times at ``picks``."""
+    return fit_few_shot_trees(data, sources, train, t, picks, data.times[t, picks], feats).predict(Xte)
+
+
 def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.5, seed: int = 0,
              methods=None, max_size: int = 3, k: int = 1, n_jobs: int | None = None,
              progress: bool = False, cross_features: str = "cvdfs", holdout_by: str = "device") -> dict:
@@ -168,12 +173,11 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
                 feats = prep.features
                 Xte = concatenate(data.X[test_t], data.D[t, feats])
 
-                def few_shot(b):
-                    picks = prep.train[pick_inputs(prep.grid.X, max(1, round(b * len(prep.train))))]
-                    est = fit_few_shot_trees(data, sources, prep.train, t, picks, data.times[t, picks], feats)
-                    return f"few_shot_{_pct(b)}pct", est.predict(Xte)
-
-                pick.update(Parallel(n_jobs=n_jobs)(delayed(few_shot)(b) for b in FEW_SHOT_BUDGETS))
+                picks = {b: prep.train[pick_inputs(prep.grid.X, max(1, round(b * len(prep.train))))]
+                         for b in FEW_SHOT_BUDGETS}
+                fits = Parallel(n_jobs=n_jobs or -1)(
+                    delayed(_few_shot_choices)(data, sources, prep.train, t, p, feats, Xte) for p in picks.values())
+                pick.update({f"few_shot_{_pct(b)}pct": c for b, c in zip(picks, fits)})
         for name, choice in pick.items():
             res[name] = fraction_of_optimum(times, choice)
         return {k_: 100.0 * v for k_, v in res.items()}, info

@@ -21,21 +21,24 @@ from ..learn.kron import fraction_targets, rbf, signed_log
 from ..model import SelectorModel
 
 LAMBDAS = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
+KMEANS_EXACT_MAX = 10000     # inputs up to which the picks come from full k-means
 
 
 def pick_inputs(X: np.ndarray, n: int, seed: int = 0) -> np.ndarray:
-    """Row indices of ``n`` representative inputs of ``X`` (transformed input features)."""
+    """Row indices of ``n`` representative inputs of ``X`` (transformed input features): the
+    input nearest each k-means centre; beyond ``KMEANS_EXACT_MAX`` rows, the k-means++ seeds
+    themselves (inputs drawn with probability growing with their distance to those drawn)."""
     if n < 1:
         raise ValueError(f"a target budget must be at least 1 input, got {n}")
-    from sklearn.cluster import KMeans
+    from sklearn.cluster import KMeans, kmeans_plusplus
     n = min(n, len(X))
+    if len(X) > KMEANS_EXACT_MAX:  # Lloyd's iterations cost n·k each: k-means++ seeding alone
+        return np.unique(kmeans_plusplus(X, n, random_state=seed)[1])   # picks inputs, spread by D²
     km = KMeans(n_clusters=n, n_init=4, random_state=seed).fit(X)
-    picked = []
-    for c in range(n):
-        members = np.flatnonzero(km.labels_ == c)
-        d = ((X[members] - km.cluster_centers_[c]) ** 2).sum(axis=1)
-        picked.append(int(members[d.argmin()]))
-    return np.unique(picked)
+    d = ((X - km.cluster_centers_[km.labels_]) ** 2).sum(axis=1)
+    order = np.lexsort((d, km.labels_))                  # by cluster, nearest to its centre first
+    first = np.r_[True, km.labels_[order][1:] != km.labels_[order][:-1]]
+    return np.unique(order[first])
 
 
 def residual_fit(Xc: np.ndarray, residual: np.ndarray, gamma: float, lambdas=LAMBDAS) -> tuple[np.ndarray, float]:

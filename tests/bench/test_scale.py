@@ -1,0 +1,19 @@
+"""``nitro bench scale`` on tiny synthetic tables: every step runs and reports its figures."""
+import pytest
+
+from nitro.bench.scale import bench_scale, format_scale, growth_exponent
+
+
+def test_growth_exponent_of_linear_and_quadratic_costs():
+    assert growth_exponent([10000, 30000, 100000], [1.0, 3.0, 10.0]) == pytest.approx(1.0)
+    assert growth_exponent([10000, 100000], [1.0, 100.0]) == pytest.approx(2.0)
+    assert growth_exponent([1000, 3000], [1.0, 3.0]) is None              # nothing from 10k on
+
+
+def test_every_step_runs_in_a_fresh_process_and_reports(tmp_path):
+    r = bench_scale(sizes=[60], steps=["tune_fit", "tune_from_source"], workdir=tmp_path, progress=False)
+    fit, tfs = r["steps"]["tune_fit"][60], r["steps"]["tune_from_source"][60]
+    assert r["synthetic"] and fit["seconds"] > 0 and fit["peak_gb"] > 0 and fit["fit_inputs"] == 60
+    assert tfs["model_kind"] == "kernel" and tfs["centres"] == 60 and tfs["import_seconds"] > 0
+    assert all(v["dispatch_us"] > 0 and v["model_mb"] > 0 for v in (fit, tfs))
+    assert "SYNTHETIC" in format_scale(r) and set(r["checks"]) == {"model_mb", "dispatch_us"}
