@@ -191,6 +191,10 @@ def cmd_tune_from_source(args):
     lines += [f"left out variant {v}: {why}" for v, why in p["variants_left_out"].items()]
     lines += [f"left out source {s}: {why}" for s, why in p["sources_left_out"].items()]
     c = p.get("confidence")
+    if "few_shot" in p:
+        z = p["zero_shot_confidence"]
+        lines.append(f"few-shot model: {len(p['few_shot']['inputs'])} inputs timed on {p['target']} corrected the "
+                     f"zero-shot model, whose expected quality was {100 * z['predicted_quality']:.1f}% ({z['level']})")
     if c:
         lines.append(f"expected quality on {p['target']}: {100 * c['predicted_quality']:.1f}% of the optimum "
                      f"(model's own estimate {100 * c['self_estimate']:.1f}, held-out sources "

@@ -145,7 +145,8 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
     provenance["confidence"]["held_out"] = held_out
     provenance.update(device_features=used, subsets=subsets,
                       target_features={f: float(data.D[t, data.device_features.index(f)]) for f in used})
-    if target_budget is not None:
+    if target_budget is not None:    # the estimate is of the zero-shot model the few-shot one replaces
+        provenance["zero_shot_confidence"] = provenance.pop("confidence")
         model = _few_shot(store, name, prep, t, target_budget, measure_target, list(features), provenance)
     else:
         model = export_model(prep, beta, mu, list(features), provenance)

@@ -61,3 +61,6 @@ def test_tune_from_source_with_a_target_budget_measures_only_the_picks_here(stor
     far = [x for x in XS if abs(x - 25) > 4]
     assert np.mean([cv.select(x) == ("lin" if x < 25 else "flat") for x in far]) >= 0.85
     assert store.model("cross", "here")["kind"] == "gbt"     # boosted trees (nitro.transfer.fewshot_trees)
+    # the expected quality computed on the way is the zero-shot model's, and says so
+    assert "confidence" not in model.provenance
+    assert 0.0 < model.provenance["zero_shot_confidence"]["predicted_quality"] <= 1.0
