@@ -1,8 +1,9 @@
 // Compiled evaluators of exported selector models (nitro.model.SelectorModel), so that a
-// dispatch costs about a microsecond instead of a NumPy or scikit-learn call. Each class
-// repeats the arithmetic of the model's NumPy path; predict_one returns -1 for a feature
-// vector it cannot take (wrong length, not a number, not finite), and the Python side then
-// raises the error that names the problem.
+// dispatch costs about a microsecond instead of a NumPy or scikit-learn call. The arithmetic
+// is nitro/selector_eval.hpp's (shared with the headers of `nitro export-cpp`); each class here
+// only owns the model's arrays in the layout that file wants and reads Python values.
+// predict_one returns -1 for a feature vector it cannot take (wrong length, not a number, not
+// finite), and the Python side then raises the error that names the problem.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -12,6 +13,13 @@
 #include <cstdint>
 #include <utility>
 #include <vector>
+
+// The RBF evaluators get an AVX2 clone and a baseline one, chosen when the module loads: the
+// module runs on any x86-64 CPU. AVX2 without FMA, so both clones round alike.
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+#define NITRO_EVAL_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+#include "selector_eval.hpp"
 
 namespace py = pybind11;
 
@@ -91,6 +99,25 @@ class Model {
   }
 };
 
+// Scratch memory of the evaluators, one buffer per thread, grown once and reused: no call
+// allocates after the first (predict_batch releases the GIL, so threads may evaluate at once).
+double* scratch(std::size_t n) {
+  thread_local std::vector<double> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+
+// A (rows × cols) row-major array transposed to (cols × rows): the feature-major layout of the
+// RBF centres and the variant-major layout of the kernel weights (see selector_eval.hpp).
+Vec transposed(const Vec& a, std::size_t rows, std::size_t cols) {
+  Vec t(a.size());
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0; c < cols; ++c) t[c * rows + r] = a[r * cols + c];
+  return t;
+}
+
+std::vector<unsigned char> bytes_of(const std::vector<bool>& mask) { return {mask.begin(), mask.end()}; }
+
 class Constant final : public Model {
  public:
   Constant(std::size_t n, int label) : label_(label) { n_inputs = n; }
@@ -99,57 +126,39 @@ class Constant final : public Model {
   int label_;
 };
 
-// One-versus-one RBF SVC as libsvm evaluates it: log1p of marked columns, standardise,
-// exp(-gamma * |x - sv|^2) per support vector, one decision per class pair, majority vote
-// with ties to the lower class index.
+// One-versus-one RBF SVC as libsvm evaluates it (nitro_eval::svc_predict), from the model's
+// own parameters: support vectors grouped by class (n_support), libsvm's dual_coef layout.
 class Svc final : public Model {
  public:
   Svc(std::size_t n_in, const Mat& device, const std::vector<bool>& log_mask, const Mat& mean,
-      const Mat& scale, double gamma, const Mat& sv, const Mat& coef_pairs, const Mat& intercept,
-      std::vector<std::pair<int, int>> pairs, int n_classes)
-      : dev_(to_vec(device)), log_(log_mask), mean_(to_vec(mean)), scale_(to_vec(scale)), gamma_(gamma),
-        sv_(to_vec(sv)), w_(to_vec(coef_pairs)), b_(to_vec(intercept)), pairs_(std::move(pairs)),
-        k_(n_classes) {
+      const Mat& scale, double gamma, const Mat& sv, const std::vector<std::size_t>& n_support, const Mat& dual_coef,
+      const Mat& intercept)
+      : dev_(to_vec(device)), log_(bytes_of(log_mask)), mean_(to_vec(mean)), scale_(to_vec(scale)),
+        coef_(to_vec(dual_coef)), b_(to_vec(intercept)) {
     n_inputs = n_in;
-    d_ = n_in + dev_.size();
-    n_sv_ = d_ ? sv_.size() / d_ : 0;
-    if (log_.size() != d_ || mean_.size() != d_ || scale_.size() != d_ || sv_.size() != n_sv_ * d_ ||
-        w_.size() != pairs_.size() * n_sv_ || b_.size() != pairs_.size())
+    const std::size_t d = n_in + dev_.size(), k = n_support.size();
+    const std::size_t n_sv = d ? sv.size() / d : 0;
+    start_.assign(1, 0);
+    for (std::size_t n : n_support) start_.push_back(start_.back() + n);
+    if (k < 2 || log_.size() != d || mean_.size() != d || scale_.size() != d || static_cast<std::size_t>(sv.size()) != n_sv * d ||
+        start_.back() != n_sv || coef_.size() != (k - 1) * n_sv || b_.size() != k * (k - 1) / 2)
       throw std::invalid_argument("Svc: inconsistent parameter shapes");
+    if (!(gamma >= 0)) throw std::invalid_argument("Svc: gamma must be >= 0");
+    sv_t_ = transposed(to_vec(sv), n_sv, d);
+    m_ = {n_in, dev_.size(), dev_.data(), log_.data(), mean_.data(), scale_.data(), gamma, n_sv, sv_t_.data(),
+          k, start_.data(), coef_.data(), b_.data()};
   }
 
   int predict_row(const double* in) const override {
-    std::vector<double> x(d_), kv(n_sv_);
-    for (std::size_t j = 0; j < d_; ++j) {
-      double v = j < n_inputs ? in[j] : dev_[j - n_inputs];
-      if (log_[j]) v = std::log1p(std::max(v, 0.0));
-      x[j] = (v - mean_[j]) / scale_[j];
-    }
-    for (std::size_t s = 0; s < n_sv_; ++s) {
-      const double* sv = &sv_[s * d_];
-      double d2 = 0.0;
-      for (std::size_t j = 0; j < d_; ++j) { const double t = x[j] - sv[j]; d2 += t * t; }
-      kv[s] = std::exp(-gamma_ * d2);
-    }
-    std::vector<int> votes(k_, 0);
-    for (std::size_t q = 0; q < pairs_.size(); ++q) {
-      const double* w = &w_[q * n_sv_];
-      double dec = b_[q];
-      for (std::size_t s = 0; s < n_sv_; ++s) dec += w[s] * kv[s];
-      ++votes[dec > 0 ? pairs_[q].first : pairs_[q].second];
-    }
-    return static_cast<int>(std::max_element(votes.begin(), votes.end()) - votes.begin());
+    return nitro_eval::svc_predict(m_, in, scratch(nitro_eval::svc_work_size(m_)));
   }
 
  private:
   Vec dev_;
-  std::vector<bool> log_;
-  Vec mean_, scale_;
-  double gamma_;
-  Vec sv_, w_, b_;
-  std::vector<std::pair<int, int>> pairs_;
-  int k_;
-  std::size_t d_ = 0, n_sv_ = 0;
+  std::vector<unsigned char> log_;
+  Vec mean_, scale_, coef_, b_, sv_t_;
+  std::vector<std::size_t> start_;
+  nitro_eval::SvcModel m_{};
 };
 
 // Kernel regression of every variant's fraction of the optimum (nitro.learn.kron export):
@@ -157,69 +166,52 @@ class Svc final : public Model {
 class Kernel final : public Model {
  public:
   Kernel(const Mat& mean, const Mat& scale, double gamma, const Mat& centers, const Mat& weights, const Mat& offset)
-      : mean_(to_vec(mean)), scale_(to_vec(scale)), gamma_(gamma), c_(to_vec(centers)), w_(to_vec(weights)),
-        b_(to_vec(offset)) {
+      : mean_(to_vec(mean)), scale_(to_vec(scale)), b_(to_vec(offset)) {
     n_inputs = mean_.size();
-    k_ = b_.size();
-    n_c_ = n_inputs ? c_.size() / n_inputs : 0;
-    if (scale_.size() != n_inputs || c_.size() != n_c_ * n_inputs || w_.size() != n_c_ * k_ || k_ == 0)
+    const std::size_t k = b_.size();
+    const std::size_t n_c = n_inputs ? centers.size() / n_inputs : 0;
+    if (scale_.size() != n_inputs || static_cast<std::size_t>(centers.size()) != n_c * n_inputs ||
+        static_cast<std::size_t>(weights.size()) != n_c * k || k == 0)
       throw std::invalid_argument("Kernel: inconsistent parameter shapes");
-    n_scores = k_;
+    if (!(gamma >= 0)) throw std::invalid_argument("Kernel: gamma must be >= 0");
+    c_t_ = transposed(to_vec(centers), n_c, n_inputs);
+    w_t_ = transposed(to_vec(weights), n_c, k);
+    m_ = {n_inputs, n_c, k, mean_.data(), scale_.data(), gamma, c_t_.data(), w_t_.data(), b_.data()};
+    n_scores = k;
   }
 
   bool score_row(const double* in, double* score) const override {
-    std::vector<double> z(n_inputs);
-    for (std::size_t j = 0; j < n_inputs; ++j) {
-      const double v = in[j];
-      const double s = (v > 0) - (v < 0);
-      z[j] = (s * std::log1p(std::fabs(v)) - mean_[j]) / scale_[j];
-    }
-    std::copy(b_.begin(), b_.end(), score);
-    for (std::size_t c = 0; c < n_c_; ++c) {
-      const double* ctr = &c_[c * n_inputs];
-      double d2 = 0.0;
-      for (std::size_t j = 0; j < n_inputs; ++j) { const double t = z[j] - ctr[j]; d2 += t * t; }
-      const double kv = std::exp(-gamma_ * d2);
-      const double* w = &w_[c * k_];
-      for (std::size_t v = 0; v < k_; ++v) score[v] += kv * w[v];
-    }
+    nitro_eval::kernel_scores(m_, in, score, scratch(nitro_eval::kernel_work_size(m_)));
     return true;
   }
 
   int predict_row(const double* in) const override {
-    std::vector<double> score(k_);
-    score_row(in, score.data());
-    return static_cast<int>(std::max_element(score.begin(), score.end()) - score.begin());
+    return nitro_eval::kernel_predict(m_, in, scratch(nitro_eval::kernel_work_size(m_) + m_.n_variants));
   }
 
  private:
-  Vec mean_, scale_;
-  double gamma_;
-  Vec c_, w_, b_;
-  std::size_t k_ = 0, n_c_ = 0;
+  Vec mean_, scale_, b_, c_t_, w_t_;
+  nitro_eval::KernelModel m_{};
 };
 
 // Base of the kinds that see the row [input features ∘ device features].
 class WithDevice : public Model {
  protected:
   WithDevice(std::size_t n_in, const Mat& device) : dev_(to_vec(device)) { n_inputs = n_in; }
-  void row(const double* in, double* x) const {
-    std::copy(in, in + n_inputs, x);
-    std::copy(dev_.begin(), dev_.end(), x + n_inputs);
-  }
   std::size_t width() const { return n_inputs + dev_.size(); }
   Vec dev_;
 };
 
 using IMat = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
 
-// Regression trees in scikit-learn's arrays, padded to one table (n_trees × n_nodes): the
-// leaf reached by a row, comparing x[feature] <= threshold (x rounded to float32 if asked).
+// Regression trees in scikit-learn's arrays, padded to one table (n_trees × n_nodes), checked
+// so that a traversal ends (children after their parent); view() for nitro_eval.
 struct Trees {
   std::vector<std::int64_t> cl, cr, f;
   Vec thr, value;
   std::size_t n_trees = 0, n_nodes = 0, value_width = 0;
-  Trees(const IMat& left, const IMat& right, const IMat& feature, const Mat& threshold, const Mat& values)
+  Trees(const IMat& left, const IMat& right, const IMat& feature, const Mat& threshold, const Mat& values,
+        std::size_t width)
       : cl(left.data(), left.data() + left.size()), cr(right.data(), right.data() + right.size()),
         f(feature.data(), feature.data() + feature.size()), thr(to_vec(threshold)), value(to_vec(values)) {
     if (left.ndim() != 2) throw std::invalid_argument("Trees: node tables must be (n_trees, n_nodes)");
@@ -229,17 +221,17 @@ struct Trees {
     if (!n || cr.size() != n || f.size() != n || thr.size() != n || value.size() % n)
       throw std::invalid_argument("Trees: inconsistent parameter shapes");
     value_width = value.size() / n;
-    for (std::size_t i = 0; i < n; ++i)  // children after their parent: traversal ends
-      if (cl[i] >= 0 && (cl[i] <= static_cast<std::int64_t>(i % n_nodes) || cl[i] >= static_cast<std::int64_t>(n_nodes) ||
-                         cr[i] <= static_cast<std::int64_t>(i % n_nodes) || cr[i] >= static_cast<std::int64_t>(n_nodes)))
+    const auto nn = static_cast<std::int64_t>(n_nodes);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto at = static_cast<std::int64_t>(i % n_nodes);
+      if (cl[i] >= 0 && (cl[i] <= at || cl[i] >= nn || cr[i] <= at || cr[i] >= nn))
         throw std::invalid_argument("Trees: a child does not follow its parent");
+      if (cl[i] >= 0 && (f[i] < 0 || static_cast<std::size_t>(f[i]) >= width))
+        throw std::invalid_argument("Trees: a split names a feature outside the row");
+    }
   }
-  const double* leaf(std::size_t t, const double* x) const {
-    std::size_t node = 0;
-    const std::size_t base = t * n_nodes;
-    while (cl[base + node] >= 0)
-      node = static_cast<std::size_t>(x[f[base + node]] <= thr[base + node] ? cl[base + node] : cr[base + node]);
-    return &value[(base + node) * value_width];
+  nitro_eval::Trees view() const {
+    return {n_trees, n_nodes, value_width, cl.data(), cr.data(), f.data(), thr.data(), value.data()};
   }
 };
 
@@ -248,17 +240,15 @@ class Tree final : public WithDevice {
  public:
   Tree(std::size_t n_in, const Mat& device, const IMat& cl, const IMat& cr, const IMat& f, const Mat& thr,
        const Mat& value, bool f32)
-      : WithDevice(n_in, device), trees_(cl, cr, f, thr, value), f32_(f32) {}
+      : WithDevice(n_in, device), trees_(cl, cr, f, thr, value, width()) {
+    m_ = {n_inputs, dev_.size(), dev_.data(), trees_.view(), f32};
+  }
   int predict_row(const double* in) const override {
-    std::vector<double> x(width());
-    row(in, x.data());
-    if (f32_) for (auto& v : x) v = static_cast<double>(static_cast<float>(v));
-    const double* v = trees_.leaf(0, x.data());
-    return static_cast<int>(std::min_element(v, v + trees_.value_width) - v);
+    return nitro_eval::tree_predict(m_, in, scratch(nitro_eval::tree_work_size(m_)));
   }
  private:
   Trees trees_;
-  bool f32_;
+  nitro_eval::TreeModel m_{};
 };
 
 // Boosted trees over [x ∘ code of variant]: init + Σ lr·leaf, summed in order; argmax.
@@ -266,33 +256,20 @@ class Gbt final : public WithDevice {
  public:
   Gbt(std::size_t n_in, const Mat& device, const IMat& cl, const IMat& cr, const IMat& f, const Mat& thr,
       const Mat& value, double lr, double init, const Mat& codes, bool f32)
-      : WithDevice(n_in, device), trees_(cl, cr, f, thr, value), lr_(lr), init_(init), codes_(to_vec(codes)),
-        f32_(f32) {
+      : WithDevice(n_in, device),
+        trees_(cl, cr, f, thr, value, width() + (codes.ndim() == 2 ? codes.shape(1) : 0)),
+        codes_(to_vec(codes)) {
     if (codes.ndim() != 2 || codes.shape(0) == 0) throw std::invalid_argument("Gbt: codes must be (n_variants, q)");
-    k_ = codes.shape(0);
-    q_ = codes.shape(1);
+    m_ = {n_inputs, dev_.size(), dev_.data(), trees_.view(), lr, init, static_cast<std::size_t>(codes.shape(0)),
+          static_cast<std::size_t>(codes.shape(1)), codes_.data(), f32};
   }
   int predict_row(const double* in) const override {
-    std::vector<double> x(width() + q_);
-    row(in, x.data());
-    int best = 0;
-    double best_score = 0.0;
-    for (std::size_t v = 0; v < k_; ++v) {
-      std::copy(&codes_[v * q_], &codes_[v * q_] + q_, x.begin() + width());
-      std::vector<double> r(x);
-      if (f32_) for (auto& e : r) e = static_cast<double>(static_cast<float>(e));
-      double s = init_;
-      for (std::size_t t = 0; t < trees_.n_trees; ++t) s += lr_ * trees_.leaf(t, r.data())[0];
-      if (v == 0 || s > best_score) { best = static_cast<int>(v); best_score = s; }
-    }
-    return best;
+    return nitro_eval::gbt_predict(m_, in, scratch(nitro_eval::gbt_work_size(m_)));
   }
  private:
   Trees trees_;
-  double lr_, init_;
   Vec codes_;
-  bool f32_;
-  std::size_t k_ = 0, q_ = 0;
+  nitro_eval::GbtModel m_{};
 };
 
 // Linear scores of the standardised (partly log1p) row: argmax or argmin.
@@ -300,46 +277,37 @@ class Linear final : public WithDevice {
  public:
   Linear(std::size_t n_in, const Mat& device, const std::vector<bool>& log_mask, const Mat& mean, const Mat& scale,
          const Mat& coef, const Mat& intercept, bool choose_max)
-      : WithDevice(n_in, device), log_(log_mask), mean_(to_vec(mean)), scale_(to_vec(scale)), coef_(to_vec(coef)),
-        b_(to_vec(intercept)), max_(choose_max) {
+      : WithDevice(n_in, device), log_(bytes_of(log_mask)), mean_(to_vec(mean)), scale_(to_vec(scale)),
+        coef_(to_vec(coef)), b_(to_vec(intercept)) {
     const std::size_t d = width();
     if (log_.size() != d || mean_.size() != d || scale_.size() != d || b_.empty() || coef_.size() != d * b_.size())
       throw std::invalid_argument("Linear: inconsistent parameter shapes");
+    m_ = {n_inputs, dev_.size(), dev_.data(), log_.data(), mean_.data(), scale_.data(), b_.size(), coef_.data(),
+          b_.data(), choose_max};
   }
   int predict_row(const double* in) const override {
-    const std::size_t d = width(), k = b_.size();
-    std::vector<double> x(d), score(b_);
-    row(in, x.data());
-    for (std::size_t j = 0; j < d; ++j) {
-      const double v = log_[j] ? std::log1p(std::max(x[j], 0.0)) : x[j];
-      const double z = (v - mean_[j]) / scale_[j];
-      for (std::size_t c = 0; c < k; ++c) score[c] += z * coef_[j * k + c];
-    }
-    auto it = max_ ? std::max_element(score.begin(), score.end()) : std::min_element(score.begin(), score.end());
-    return static_cast<int>(it - score.begin());
+    return nitro_eval::linear_predict(m_, in, scratch(nitro_eval::linear_work_size(m_)));
   }
  private:
-  std::vector<bool> log_;
+  std::vector<unsigned char> log_;
   Vec mean_, scale_, coef_, b_;
-  bool max_;
+  nitro_eval::LinearModel m_{};
 };
 
 // Futhark-style threshold rule: labels[number of thresholds <= x[feature]].
 class Intervals final : public WithDevice {
  public:
   Intervals(std::size_t n_in, const Mat& device, std::size_t feature, const Mat& thresholds, std::vector<int> labels)
-      : WithDevice(n_in, device), feature_(feature), thr_(to_vec(thresholds)), labels_(std::move(labels)) {
-    if (feature_ >= width() || labels_.size() != thr_.size() + 1)
+      : WithDevice(n_in, device), thr_(to_vec(thresholds)), labels_(std::move(labels)) {
+    if (feature >= width() || labels_.size() != thr_.size() + 1)
       throw std::invalid_argument("Intervals: inconsistent parameters");
+    m_ = {n_inputs, dev_.size(), dev_.data(), feature, thr_.size(), thr_.data(), labels_.data()};
   }
-  int predict_row(const double* in) const override {
-    const double v = feature_ < n_inputs ? in[feature_] : dev_[feature_ - n_inputs];
-    return labels_[std::upper_bound(thr_.begin(), thr_.end(), v) - thr_.begin()];
-  }
+  int predict_row(const double* in) const override { return nitro_eval::intervals_predict(m_, in); }
  private:
-  std::size_t feature_;
   Vec thr_;
   std::vector<int> labels_;
+  nitro_eval::IntervalsModel m_{};
 };
 
 }  // namespace
@@ -356,10 +324,10 @@ PYBIND11_MODULE(_selector, m) {
   py::class_<Constant, Model>(m, "Constant").def(py::init<std::size_t, int>(), py::arg("n_inputs"), py::arg("label"));
   py::class_<Svc, Model>(m, "Svc")
       .def(py::init<std::size_t, const Mat&, const std::vector<bool>&, const Mat&, const Mat&, double, const Mat&,
-                    const Mat&, const Mat&, std::vector<std::pair<int, int>>, int>(),
+                    const std::vector<std::size_t>&, const Mat&, const Mat&>(),
            py::arg("n_inputs"), py::arg("device"), py::arg("log_mask"), py::arg("mean"), py::arg("scale"),
-           py::arg("gamma"), py::arg("support_vectors"), py::arg("pair_weights"), py::arg("intercept"),
-           py::arg("pairs"), py::arg("n_classes"));
+           py::arg("gamma"), py::arg("support_vectors"), py::arg("n_support"), py::arg("dual_coef"),
+           py::arg("intercept"));
   py::class_<Kernel, Model>(m, "Kernel")
       .def(py::init<const Mat&, const Mat&, double, const Mat&, const Mat&, const Mat&>(), py::arg("mean"),
            py::arg("scale"), py::arg("gamma"), py::arg("centers"), py::arg("weights"), py::arg("offset"));

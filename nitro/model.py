@@ -142,10 +142,10 @@ class SelectorModel:
                 self._compiled = _selector.Kernel(a["mean"], a["scale"], float(p["gamma"]), a["centers"],
                                                   a["W"], a["b"])
             else:
-                a, k = self._arrays(), len(self.variants)
-                pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
+                a = self._arrays()
                 self._compiled = _selector.Svc(d, a["dev"], a["log"].tolist(), a["mean"], a["scale"],
-                                               float(p["gamma"]), a["sv"], a["Wt"].T.copy(), a["b"], pairs, k)
+                                               float(p["gamma"]), a["sv"], [int(n) for n in p["n_support"]],
+                                               np.asarray(p["dual_coef"], dtype=np.float64), a["b"])
         return self._compiled
 
     def _arrays(self):

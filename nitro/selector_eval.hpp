@@ -1,0 +1,323 @@
+// nitro's selector evaluators: the arithmetic of every exported model kind
+// (nitro.model.SelectorModel) as plain C++17 functions on plain arrays, with no dependency.
+//
+// One text serves two users, so that they cannot diverge: nitro/_selector.cpp (the compiled
+// dispatch path, through pybind11) includes it, and `nitro export-cpp` copies it verbatim into
+// the self-contained headers it writes. Each function repeats the arithmetic of the model's
+// NumPy path (nitro/model.py); a model is a struct of sizes and pointers to its arrays, and the
+// caller gives the scratch memory (`*_work_size` doubles), so no call allocates.
+//
+// The RBF kinds (svc, kernel) are laid out for vectorisation: centres feature-major (one row
+// of all centres per feature), a distance loop over the centres innermost, one exp loop over a
+// buffer, then the read-out as dot products with eight independent partial sums. The exp is
+// this file's own (exp_nonpositive): plain arithmetic the compiler vectorises without
+// -ffast-math, within 1 ulp of std::exp. Define NITRO_EVAL_CLONES before including this file to
+// put a function-multiversioning attribute on those evaluators and the exp (nitro/_selector.cpp
+// builds an AVX2 clone and a baseline one; the arithmetic and its order are the same in both).
+#ifndef NITRO_SELECTOR_EVAL_HPP_V1
+#define NITRO_SELECTOR_EVAL_HPP_V1
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#ifndef NITRO_EVAL_CLONES
+#define NITRO_EVAL_CLONES
+#endif
+// GCC if-converts (and so vectorises) the clamps of exp_nonpositive only without trapping
+// math; this changes no result (it concerns floating-point exception flags only).
+#if defined(__GNUC__) && !defined(__clang__)
+#define NITRO_EVAL_NO_TRAP __attribute__((optimize("no-trapping-math")))
+#else
+#define NITRO_EVAL_NO_TRAP
+#endif
+
+namespace nitro_eval {
+
+// exp(v[i]) in place for every v[i] <= 0 (larger values are taken as 0, below -746 the result
+// is 0, as std::exp's). Range reduction x = n·ln2 + r (|r| <= ln2/2, Cody-Waite with fdlibm's
+// split of ln2), the degree-13 Taylor polynomial of exp(r) (truncation error < 2^-57), and the
+// scaling by 2^n in two halves so that subnormal results are rounded once, as std::exp's are.
+NITRO_EVAL_CLONES NITRO_EVAL_NO_TRAP inline void exp_nonpositive(double* v, std::size_t n) {
+  const double log2e = 1.4426950408889634;
+  const double ln2_hi = 6.93147180369123816490e-01;
+  const double ln2_lo = 1.90821492927058770002e-10;
+  const double shifter = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to an integer
+  std::int64_t shifter_bits;
+  std::memcpy(&shifter_bits, &shifter, sizeof shifter_bits);
+  for (std::size_t i = 0; i < n; ++i) {
+    double x = v[i];
+    x = x < -746.0 ? -746.0 : x;
+    x = x > 0.0 ? 0.0 : x;
+    const double t = x * log2e + shifter;
+    const double k = t - shifter;                // round(x / ln2), exactly
+    const double r = (x - k * ln2_hi) - k * ln2_lo;
+    double p = 1.6059043836821613e-10;
+    p = p * r + 2.08767569878681e-09;
+    p = p * r + 2.505210838544172e-08;
+    p = p * r + 2.755731922398589e-07;
+    p = p * r + 2.7557319223985893e-06;
+    p = p * r + 2.48015873015873e-05;
+    p = p * r + 0.0001984126984126984;
+    p = p * r + 0.001388888888888889;
+    p = p * r + 0.008333333333333333;
+    p = p * r + 0.041666666666666664;
+    p = p * r + 0.16666666666666666;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    std::int64_t t_bits;
+    std::memcpy(&t_bits, &t, sizeof t_bits);
+    const std::uint64_t m = static_cast<std::uint64_t>(shifter_bits - t_bits);  // -n, 0..1076
+    const std::uint64_t m1 = m >> 1, m2 = m - m1;
+    const std::uint64_t b1 = (1023 - m1) << 52, b2 = (1023 - m2) << 52;
+    double s1, s2;
+    std::memcpy(&s1, &b1, sizeof s1);
+    std::memcpy(&s2, &b2, sizeof s2);
+    v[i] = p * s1 * s2;
+  }
+}
+
+// Σ a[i]·b[i] with eight partial sums (vectorisable without reassociating by the compiler).
+inline double dot(const double* a, const double* b, std::size_t n) {
+  double acc[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (std::size_t l = 0; l < 8; ++l) acc[l] += a[i + l] * b[i + l];
+  double tail = 0.0;
+  for (; i < n; ++i) tail += a[i] * b[i];
+  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
+}
+
+// d2[c] += (z - row[c])^2 for every centre c (one feature's row of the feature-major centres).
+inline void add_squared_distance(double z, const double* row, double* d2, std::size_t n) {
+  for (std::size_t c = 0; c < n; ++c) {
+    const double t = z - row[c];
+    d2[c] += t * t;
+  }
+}
+
+// Index of the first largest (or smallest) of v[0..n), as NumPy's argmax/argmin.
+inline int arg_best(const double* v, std::size_t n, bool largest) {
+  const double* it = largest ? std::max_element(v, v + n) : std::min_element(v, v + n);
+  return static_cast<int>(it - v);
+}
+
+// True when the n values are all finite (a model takes nothing else).
+inline bool all_finite(const double* x, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i)
+    if (!std::isfinite(x[i])) return false;
+  return true;
+}
+
+// The row [input features ∘ device features] of the kinds that see device features.
+inline void with_device(const double* in, std::size_t n_inputs, const double* device, std::size_t n_device,
+                        double* row) {
+  std::copy(in, in + n_inputs, row);
+  std::copy(device, device + n_device, row + n_inputs);
+}
+
+// ---- kernel: regression of each variant's fraction of the optimum (nitro.learn.kron) --------
+// z = (sign(x)·log1p|x| − mean) / scale; score[v] = offset[v] + Σ_c exp(−γ|z − c|²)·W[c][v].
+struct KernelModel {
+  std::size_t n_inputs, n_centers, n_variants;
+  const double* mean;       // n_inputs
+  const double* scale;      // n_inputs
+  double gamma;             // >= 0
+  const double* centers_t;  // n_inputs rows of n_centers (feature-major)
+  const double* weights_t;  // n_variants rows of n_centers (variant-major)
+  const double* offset;     // n_variants
+};
+
+inline std::size_t kernel_work_size(const KernelModel& m) { return m.n_centers; }
+
+NITRO_EVAL_CLONES inline void kernel_scores(const KernelModel& m, const double* in, double* score, double* work) {
+  const std::size_t nc = m.n_centers;
+  std::fill(work, work + nc, 0.0);
+  for (std::size_t j = 0; j < m.n_inputs; ++j) {
+    const double v = in[j];
+    const double s = (v > 0) - (v < 0);
+    const double z = (s * std::log1p(std::fabs(v)) - m.mean[j]) / m.scale[j];
+    add_squared_distance(z, m.centers_t + j * nc, work, nc);
+  }
+  for (std::size_t c = 0; c < nc; ++c) work[c] *= -m.gamma;
+  exp_nonpositive(work, nc);
+  for (std::size_t v = 0; v < m.n_variants; ++v) score[v] = m.offset[v] + dot(work, m.weights_t + v * nc, nc);
+}
+
+// scratch: kernel_work_size(m) + n_variants doubles.
+inline int kernel_predict(const KernelModel& m, const double* in, double* work) {
+  double* score = work + kernel_work_size(m);
+  kernel_scores(m, in, score, work);
+  return arg_best(score, m.n_variants, true);
+}
+
+// ---- svc: one-versus-one RBF SVC as libsvm evaluates it ---------------------------------------
+// log1p of marked columns, standardise, exp(−γ|x − sv|²) per support vector, one decision per
+// class pair (i < j): Σ_{class i} coef[j−1]·k + Σ_{class j} coef[i]·k + intercept; a positive
+// decision votes for i; the most votes win, ties to the lower class index.
+struct SvcModel {
+  std::size_t n_inputs, n_device;
+  const double* device;              // n_device
+  const unsigned char* log_mask;     // d = n_inputs + n_device
+  const double* mean;                // d
+  const double* scale;               // d
+  double gamma;                      // >= 0
+  std::size_t n_sv;
+  const double* sv_t;                // d rows of n_sv (feature-major)
+  std::size_t n_classes;
+  const std::size_t* class_start;    // n_classes + 1: first support vector of each class, then n_sv
+  const double* dual_coef;           // (n_classes − 1) rows of n_sv, libsvm's layout
+  const double* intercept;           // one per pair (0,1), (0,2), …, (1,2), …
+};
+
+inline std::size_t svc_work_size(const SvcModel& m) { return m.n_inputs + m.n_device + m.n_sv + m.n_classes; }
+
+NITRO_EVAL_CLONES inline int svc_predict(const SvcModel& m, const double* in, double* work) {
+  const std::size_t d = m.n_inputs + m.n_device, ns = m.n_sv;
+  double* x = work;
+  double* kv = work + d;
+  double* votes = kv + ns;
+  with_device(in, m.n_inputs, m.device, m.n_device, x);
+  std::fill(kv, kv + ns, 0.0);
+  for (std::size_t j = 0; j < d; ++j) {
+    double v = x[j];
+    if (m.log_mask[j]) v = std::log1p(std::max(v, 0.0));
+    add_squared_distance((v - m.mean[j]) / m.scale[j], m.sv_t + j * ns, kv, ns);
+  }
+  for (std::size_t s = 0; s < ns; ++s) kv[s] *= -m.gamma;
+  exp_nonpositive(kv, ns);
+  std::fill(votes, votes + m.n_classes, 0.0);
+  std::size_t q = 0;
+  for (std::size_t i = 0; i < m.n_classes; ++i)
+    for (std::size_t j = i + 1; j < m.n_classes; ++j, ++q) {
+      const std::size_t si = m.class_start[i], ni = m.class_start[i + 1] - si;
+      const std::size_t sj = m.class_start[j], nj = m.class_start[j + 1] - sj;
+      const double dec = dot(m.dual_coef + (j - 1) * ns + si, kv + si, ni) +
+                         dot(m.dual_coef + i * ns + sj, kv + sj, nj) + m.intercept[q];
+      votes[dec > 0 ? i : j] += 1.0;
+    }
+  return arg_best(votes, m.n_classes, true);
+}
+
+// ---- trees (scikit-learn's arrays) -----------------------------------------------------------
+// n_trees tables of n_nodes (padded): the leaf reached by a row, comparing x[feature] <= threshold.
+struct Trees {
+  std::size_t n_trees, n_nodes, value_width;
+  const std::int64_t* left;    // n_trees × n_nodes, −1 at a leaf
+  const std::int64_t* right;
+  const std::int64_t* feature;
+  const double* threshold;
+  const double* value;         // n_trees × n_nodes × value_width
+};
+
+inline const double* tree_leaf(const Trees& t, std::size_t tree, const double* x) {
+  std::size_t node = 0;
+  const std::size_t base = tree * t.n_nodes;
+  while (t.left[base + node] >= 0)
+    node = static_cast<std::size_t>(x[t.feature[base + node]] <= t.threshold[base + node] ? t.left[base + node]
+                                                                                           : t.right[base + node]);
+  return t.value + (base + node) * t.value_width;
+}
+
+inline void round_to_float32(double* x, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) x[i] = static_cast<double>(static_cast<float>(x[i]));
+}
+
+// tree: one tree whose leaves hold a cost per variant (x rounded to float32 if asked); argmin.
+struct TreeModel {
+  std::size_t n_inputs, n_device;
+  const double* device;
+  Trees trees;
+  bool float32;
+};
+
+inline std::size_t tree_work_size(const TreeModel& m) { return m.n_inputs + m.n_device; }
+
+inline int tree_predict(const TreeModel& m, const double* in, double* work) {
+  with_device(in, m.n_inputs, m.device, m.n_device, work);
+  if (m.float32) round_to_float32(work, m.n_inputs + m.n_device);
+  return arg_best(tree_leaf(m.trees, 0, work), m.trees.value_width, false);
+}
+
+// gbt: boosted trees over [x ∘ code of variant v]: init + Σ lr·leaf, summed in order; argmax.
+struct GbtModel {
+  std::size_t n_inputs, n_device;
+  const double* device;
+  Trees trees;                 // value_width 1
+  double learning_rate, init;
+  std::size_t n_variants, code_width;
+  const double* codes;         // n_variants rows of code_width
+  bool float32;
+};
+
+inline std::size_t gbt_work_size(const GbtModel& m) { return m.n_inputs + m.n_device + m.code_width; }
+
+inline int gbt_predict(const GbtModel& m, const double* in, double* work) {
+  const std::size_t w = m.n_inputs + m.n_device;
+  with_device(in, m.n_inputs, m.device, m.n_device, work);
+  if (m.float32) round_to_float32(work, w);
+  int best = 0;
+  double best_score = 0.0;
+  for (std::size_t v = 0; v < m.n_variants; ++v) {
+    std::copy(m.codes + v * m.code_width, m.codes + (v + 1) * m.code_width, work + w);
+    if (m.float32) round_to_float32(work + w, m.code_width);
+    double s = m.init;
+    for (std::size_t t = 0; t < m.trees.n_trees; ++t) s += m.learning_rate * tree_leaf(m.trees, t, work)[0];
+    if (v == 0 || s > best_score) {
+      best = static_cast<int>(v);
+      best_score = s;
+    }
+  }
+  return best;
+}
+
+// ---- linear: scores of the standardised (partly log1p) row; argmax or argmin ------------------
+struct LinearModel {
+  std::size_t n_inputs, n_device;
+  const double* device;
+  const unsigned char* log_mask;  // d
+  const double* mean;             // d
+  const double* scale;            // d
+  std::size_t n_variants;
+  const double* coef;             // d rows of n_variants
+  const double* intercept;        // n_variants
+  bool choose_max;
+};
+
+inline std::size_t linear_work_size(const LinearModel& m) { return m.n_inputs + m.n_device + m.n_variants; }
+
+inline int linear_predict(const LinearModel& m, const double* in, double* work) {
+  const std::size_t d = m.n_inputs + m.n_device, k = m.n_variants;
+  double* x = work;
+  double* score = work + d;
+  with_device(in, m.n_inputs, m.device, m.n_device, x);
+  std::copy(m.intercept, m.intercept + k, score);
+  for (std::size_t j = 0; j < d; ++j) {
+    const double v = m.log_mask[j] ? std::log1p(std::max(x[j], 0.0)) : x[j];
+    const double z = (v - m.mean[j]) / m.scale[j];
+    for (std::size_t c = 0; c < k; ++c) score[c] += z * m.coef[j * k + c];
+  }
+  return arg_best(score, k, m.choose_max);
+}
+
+// ---- intervals: Futhark-style threshold rule, labels[number of thresholds <= x[feature]] -----
+struct IntervalsModel {
+  std::size_t n_inputs, n_device;
+  const double* device;
+  std::size_t feature;         // index into [input features ∘ device features]
+  std::size_t n_thresholds;
+  const double* thresholds;    // ascending
+  const int* labels;           // n_thresholds + 1
+};
+
+inline int intervals_predict(const IntervalsModel& m, const double* in) {
+  const double v = m.feature < m.n_inputs ? in[m.feature] : m.device[m.feature - m.n_inputs];
+  return m.labels[std::upper_bound(m.thresholds, m.thresholds + m.n_thresholds, v) - m.thresholds];
+}
+
+}  // namespace nitro_eval
+
+#endif  // NITRO_SELECTOR_EVAL_HPP_V1
