@@ -68,13 +68,19 @@ def held_out_sources(prep: Prepared, temp: int, groups: Mapping[int, str] | None
     return other if len(other) >= 2 else rest
 
 
+def held_out_duals(prep: Prepared, temp: int, subsets: list[tuple], lam: float, groups=None) -> list[tuple]:
+    """The ``subsets``' models ``(h, mu)`` for source ``temp`` trained without it (and without
+    its group)."""
+    rest = held_out_sources(prep, temp, groups)
+    return [prep.grid.dual(rest, *device_kernel(prep.D[:, list(sub)], rest, temp), lam) for sub in subsets]
+
+
 def predict_held_out(prep: Prepared, temp: int, subsets: list[tuple], lam: float, groups=None) -> np.ndarray:
     """Predicted fractions of the optimum (training inputs × variants) on source ``temp`` by
-    the mean of the ``subsets``' models trained without it (and without its group)."""
-    rest = held_out_sources(prep, temp, groups)
-    preds = [prep.grid.predict_train(*prep.grid.dual(rest, *device_kernel(prep.D[:, list(sub)], rest, temp), lam))
-             for sub in subsets]
-    return np.mean(preds, axis=0)
+    the mean of the ``subsets``' models trained without it (and without its group): the
+    prediction is linear in ``(h, mu)``, so the mean model predicts the mean."""
+    duals = held_out_duals(prep, temp, subsets, lam, groups)
+    return prep.grid.predict_train(np.mean([h for h, _ in duals], axis=0), np.mean([mu for _, mu in duals], axis=0))
 
 
 def held_out_results(prep: Prepared, subsets: list[tuple], lam: float = LAMBDA, groups=None) -> dict[str, dict]:
@@ -92,10 +98,16 @@ def held_out_results(prep: Prepared, subsets: list[tuple], lam: float = LAMBDA, 
     return out
 
 
-def _score_all(prep: Prepared, temp: int, candidates: list[tuple], lam: float, groups) -> np.ndarray:
+def _score_all(prep: Prepared, temp: int, candidates: list[tuple], lam: float, groups, batch: int = 32) -> np.ndarray:
+    """Each candidate's fraction of the optimum on ``temp``'s training inputs; ``batch``
+    models share one pass over the input basis."""
     times = prep.data.times[temp, prep.train]
-    return np.array([fraction_of_optimum(times, predict_held_out(prep, temp, [subset], lam, groups).argmax(axis=1))
-                     for subset in candidates])
+    duals = held_out_duals(prep, temp, candidates, lam, groups)
+    scores = []
+    for i in range(0, len(duals), batch):
+        P = prep.grid.predict_train_many(duals[i:i + batch])
+        scores += [fraction_of_optimum(times, P[:, j].argmax(axis=1)) for j in range(P.shape[1])]
+    return np.array(scores)
 
 
 def cv_dfs(prep: Prepared, candidates=None, max_size: int = 3, k: int = 1, selection: str = "ensemble",

@@ -57,3 +57,12 @@ def test_rbf_dot_in_chunks_equals_the_whole_product():
     rng = np.random.default_rng(1)
     A, B, W = rng.normal(size=(50, 3)), rng.normal(size=(7, 3)), rng.normal(size=(7, 2))
     np.testing.assert_allclose(rbf_dot(A, B, 0.3, W, chunk=8), rbf(A, B, 0.3) @ W)
+
+
+def test_many_models_in_one_pass_equal_one_at_a_time():
+    X, D, Y = _grid_data(n=200)
+    for grid in (KronKRRGrid(X, Y), KronKRRGrid(X, Y, n_components=40)):
+        duals = [_fit(grid, D[:, cols], [0, 1, 2], 3) for cols in ([0], [1, 2], [0, 1, 2])]
+        many = grid.predict_train_many(duals)
+        for j, (h, mu) in enumerate(duals):
+            np.testing.assert_allclose(many[:, j], grid.predict_train(h, mu), atol=1e-10)
