@@ -21,7 +21,7 @@ from ..learn.kron import fraction_targets, rbf, signed_log
 from ..model import SelectorModel
 
 LAMBDAS = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
-KMEANS_EXACT_MAX = 10000     # inputs up to which the picks come from full k-means
+KMEANS_EXACT_MAX = 4000      # inputs up to which the picks come from full k-means
 
 
 def pick_inputs(X: np.ndarray, n: int, seed: int = 0) -> np.ndarray:
