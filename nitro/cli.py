@@ -74,6 +74,22 @@ def cmd_bundle_show(args):
                      f"on {info['device']}: {info['path']}" + (f" ({model.kind} model)" if model else ""))
 
 
+def cmd_export_cpp(args):
+    from .bundle import Bundle
+    from .export_cpp import bundle_from_store, write_header
+    if args.bundle:
+        bundle = Bundle.load(args.bundle)
+        if bundle.computation != args.computation:
+            raise ValueError(f"bundle {args.bundle} holds {bundle.computation!r}, not {args.computation!r}")
+    else:
+        bundle = bundle_from_store(_store(args), args.computation, _split(args.devices), args.default)
+    path = write_header(bundle, args.output, args.namespace)
+    result = {"file": str(path), "bytes": path.stat().st_size,
+              "models": {d: e["model"].kind for d, e in bundle.devices.items()}, "default": bundle.default}
+    _emit(args, result, f"wrote {path} ({result['bytes']:,} bytes): models of {len(bundle.devices)} devices "
+                        f"({', '.join(f'{d}: {k}' for d, k in result['models'].items())}); default {bundle.default}")
+
+
 def cmd_bench_startup(args):
     from .bench.startup import bench_startup, format_startup
     result = bench_startup(repeats=args.repeats)
@@ -314,6 +330,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kind", help="cpu or gpu: the transfer block for an unknown device")
     p.add_argument("--measure", action="store_true", help="allow microbenchmarks for an unknown device's features")
     p.set_defaults(func=cmd_bundle_show)
+    p = sub.add_parser("export-cpp", parents=[common],
+                       help="write a C++17 header choosing the variant (device models + fallback table)")
+    p.add_argument("computation")
+    p.add_argument("-o", "--output", required=True, help="header file, e.g. selector.hpp")
+    p.add_argument("--bundle", help="take the models from this bundle file instead of the store")
+    p.add_argument("--devices", help="comma-separated device ids (default: every device with a stored model)")
+    p.add_argument("--default", help="variant run where no model applies (default: the first variant)")
+    p.add_argument("--namespace", help="C++ namespace (default: nitro_<computation>)")
+    p.set_defaults(func=cmd_export_cpp)
 
     p = sub.add_parser("evaluate", parents=[common], help="leave-one-device-out evaluation of a measurement directory")
     p.add_argument("dataset", help="directory with devices.csv, inputs.csv[.gz], measurements.csv[.gz]")

@@ -1,0 +1,173 @@
+"""`nitro export-cpp`: the generated C++17 header compiles with -Wall -Wextra -Werror, chooses
+exactly as Python (SelectorModel.predict_index) on >= 3,000 points for every model kind, and
+finds a device's model as Bundle.model_for does (exact id, datasheet product, default)."""
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from nitro.bundle import Bundle
+from nitro.bundle_build import datasheet_table
+from nitro.export_cpp import export_header, namespace_for
+from nitro.learn import fit_selector, make_selector
+from nitro.model import KINDS, SelectorModel
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+
+FEATURES = ["size", "spread", "noise"]
+VARIANTS = ["small", "medium", "large", "huge"]
+DRIVER = r"""
+#include "selector.hpp"
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+namespace ns = NAMESPACE;
+// P <model> <n values>: the variant chosen; D <name>: model index and path; S <name> <values>: select
+int main() {
+  std::string cmd;
+  double x[ns::n_features + 1];
+  while (std::cin >> cmd) {
+    if (cmd == "D") {
+      std::string name;
+      std::getline(std::cin >> std::ws, name);
+      const char* path = nullptr;
+      const int model = ns::model_for(name.c_str(), &path);
+      std::printf("%d %s\n", model, path);
+      continue;
+    }
+    std::size_t model = 0;
+    std::string name;
+    if (cmd == "P") std::cin >> model; else std::cin >> name;
+    for (std::size_t j = 0; j < ns::n_features; ++j) {
+      std::string t;
+      std::cin >> t;
+      x[j] = std::strtod(t.c_str(), nullptr);
+    }
+    std::printf("%d\n", cmd == "P" ? ns::predict(model, x) : ns::select(name.c_str(), x));
+  }
+}
+"""
+
+
+def problem(n, seed):
+    """Four variants whose times depend on a heavy-tailed size and a signed spread."""
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([10 ** rng.uniform(2, 7, n), rng.normal(size=n), rng.uniform(0, 1, n)])
+    s = np.log10(X[:, 0])
+    T = np.column_stack([10 ** (s - 5) + 1e-3, 10 ** (0.5 * s - 3) * (1 + 0.5 * (X[:, 1] > 0)), 10 ** (s - 4.6),
+                         10 ** (0.8 * s - 4) * (1 + (X[:, 1] < -1))])
+    return X, T * np.exp(rng.normal(0, 0.05, T.shape))
+
+
+def kernel_model(rng):
+    """A kernel model (the Kronecker learner's export) over the variants in another order."""
+    n = 300
+    return SelectorModel(variants=VARIANTS[::-1], input_features=FEATURES, kind="kernel", params={
+        "mean": [8.0, 0.0, 0.4], "scale": [2.5, 0.6, 0.2], "gamma": 0.5, "centers": rng.normal(size=(n, 3)).tolist(),
+        "weights": rng.normal(size=(n, 4)).tolist(), "offset": [0.0, 0.1, -0.1, 0.05]})
+
+
+@pytest.fixture(scope="module")
+def bundle():
+    """One device per model kind (and an SVM with device features), named after datasheet products."""
+    X, T = problem(160, 0)
+    rng = np.random.default_rng(5)
+    models = {name: SelectorModel.from_estimator(fit_selector(make_selector(name), X, T), FEATURES, variants=VARIANTS)
+              for name in ("svm", "regression", "costmin", "lsq", "tree", "threshold")}
+    Xd = np.hstack([X, np.repeat([[4.0], [16.0]], 80, axis=0)])
+    est = fit_selector(make_selector("svm"), Xd, T)
+    models["svm-device"] = SelectorModel.from_estimator(est, FEATURES, variants=VARIANTS, device_features={"cores": 16.0})
+    models["kernel"] = kernel_model(rng)
+    models["constant"] = SelectorModel(variants=["huge", "small"], input_features=FEATURES, kind="constant",
+                                       params={"label": 1})
+    products = ["tesla_p100", "tesla_v100_sxm2", "titan_v", "geforce_gtx_980", "tesla_k40m", "tesla_k20c",
+                "geforce_gtx_480", "tesla_c2075", "geforce_gtx_770"]
+    ids = {name: f"{products[i]}-node{i}" for i, name in enumerate(models)}
+    b = Bundle.build("my-solver", VARIANTS, FEATURES, "medium", {ids[n]: m for n, m in models.items()},
+                     info={ids[n]: {"product": products[i]} for i, n in enumerate(models)},
+                     datasheet=datasheet_table())
+    assert {m.kind for m in models.values()} == set(KINDS)
+    return b
+
+
+@pytest.fixture(scope="module")
+def driver(bundle, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("cpp")
+    (tmp / "selector.hpp").write_text(export_header(bundle))
+    (tmp / "driver.cpp").write_text(DRIVER.replace("NAMESPACE", namespace_for(bundle.computation)))
+    build = subprocess.run(["g++", "-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(tmp / "driver"),
+                            str(tmp / "driver.cpp")], capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr[-4000:]
+
+    def run(lines):
+        out = subprocess.run([str(tmp / "driver")], input="\n".join(lines) + "\n", capture_output=True, text=True,
+                             check=True)
+        return out.stdout.split("\n")[:len(lines)]
+    return run
+
+
+def test_every_model_kind_chooses_as_python(bundle, driver):
+    rng = np.random.default_rng(2)
+    # inside the training range, far outside it, and signed/small values
+    X = np.vstack([problem(3000, 3)[0], np.column_stack([10 ** rng.uniform(-2, 10, 500), rng.normal(0, 5, 500),
+                                                         rng.uniform(-3, 3, 500)])])
+    for i, (device, entry) in enumerate(bundle.devices.items()):
+        model = entry["model"]
+        expected = [bundle.variants.index(model.variants[c]) for c in model.predict_index(X)]
+        got = driver([f"P {i} " + " ".join(repr(float(v)) for v in x) for x in X])
+        assert [int(g) for g in got] == expected, f"{device} ({model.kind})"
+        if model.kind != "constant":
+            assert len(set(expected)) >= 2, f"{device}: the points reach one choice only"
+
+
+def test_devices_fall_back_as_the_bundle_does(bundle, driver):
+    names = [*bundle.devices, "NVIDIA Tesla P100 PCIe 16GB", "Tesla V100-SXM2-16GB", "TITAN V", "Tesla K40m",
+             "NVIDIA GeForce GTX 980", "NVIDIA A100-SXM4-40GB", "Intel(R) Xeon(R) Platinum 8380 CPU @ 2.30GHz",
+             "AMD EPYC 7763 64-Core Processor", "cpu_amd_epyc_7763_2t", "unknown device", "tesla"]
+    ids = list(bundle.devices)
+    for name, line in zip(names, driver([f"D {name}" for name in names])):
+        model, info = bundle.model_for(name, query=False)
+        index, path = line.split()
+        assert path == info["path"], name
+        assert (int(index) == -1) if model is None else (ids[int(index)] == (info.get("as") or info["device"])), name
+
+
+def test_select_runs_the_default_on_unknown_devices_and_bad_values(bundle, driver):
+    default = bundle.variants.index(bundle.default)
+    svm = list(bundle.devices)[0]
+    x = [1e5, 0.5, 0.3]
+    chosen = bundle.devices[svm]["model"].predict_index([x])[0]
+    lines = [f"S {svm} 100000 0.5 0.3", "S no-such-device 100000 0.5 0.3", f"S {svm} nan 0.5 0.3"]
+    assert [int(v) for v in driver(lines)] == [bundle.variants.index(bundle.devices[svm]["model"].variants[chosen]),
+                                               default, default]
+
+
+def test_a_bad_namespace_is_refused(bundle):
+    with pytest.raises(ValueError, match="namespace"):
+        export_header(bundle, namespace="not a name")
+
+
+def test_export_from_the_store_takes_the_stored_models(bundle, store):
+    from nitro.export_cpp import bundle_from_store
+    store.declare("my-solver", VARIANTS, FEATURES)
+    ids = list(bundle.devices)[:2]
+    for d in ids:
+        store.put_model("my-solver", d, bundle.devices[d]["model"].to_dict())
+    got = bundle_from_store(store, "my-solver", devices=ids, default="medium")
+    assert list(got.devices) == ids and got.default == "medium"
+    assert [got.devices[d]["model"].to_dict() for d in ids] == [bundle.devices[d]["model"].to_dict() for d in ids]
+    assert got.devices[ids[0]]["product"] == bundle.devices[ids[0]]["product"]     # from the datasheet
+    with pytest.raises(ValueError, match="no stored model"):
+        bundle_from_store(store, "my-solver", devices=[*ids, "tesla_k20c-elsewhere"])
+
+
+def test_cli_writes_the_header_from_a_bundle_file(bundle, tmp_path, capsys):
+    from nitro.cli import main
+    path = bundle.save(tmp_path / "solver.nitro.json")
+    out = tmp_path / "selector.hpp"
+    assert main(["export-cpp", "my-solver", "--bundle", str(path), "-o", str(out), "--namespace", "solver"]) == 0
+    assert "namespace solver {" in out.read_text() and "selector.hpp" in capsys.readouterr().out
+    assert main(["export-cpp", "other", "--bundle", str(path), "-o", str(out)]) == 2
+    assert "holds 'my-solver', not 'other'" in capsys.readouterr().err
