@@ -5,38 +5,8 @@ features) and SVCs with 1,000 and 4,000 support vectors."""
 import numpy as np
 import pytest
 
+from nitro.bench.dispatch import kernel_model, svc_model
 from nitro.model import SelectorModel
-
-
-def kernel_model(n_centers, d, k=6, seed=0):
-    """A kernel model as nitro.learn.kron exports one, with random parameters (plain data)."""
-    rng = np.random.default_rng(seed)
-    return SelectorModel.from_dict(SelectorModel(
-        variants=[f"v{i}" for i in range(k)], input_features=[f"f{j}" for j in range(d)], kind="kernel",
-        params={"mean": rng.normal(size=d).tolist(), "scale": (0.5 + rng.random(d)).tolist(), "gamma": 1.0 / d,
-                "centers": rng.normal(size=(n_centers, d)).tolist(), "weights": rng.normal(size=(n_centers, k)).tolist(),
-                "offset": (0.1 * rng.normal(size=k)).tolist()}).to_dict())
-
-
-def svc_model(n_sv, d, k=4, seed=0, device=None):
-    """A one-versus-one RBF SVC in libsvm's layout (support vectors grouped by class)."""
-    rng = np.random.default_rng(seed)
-    n_support = [n_sv // k + (1 if i < n_sv % k else 0) for i in range(k)]
-    device = dict(device or {})
-    width = d + len(device)
-    log_mask = [bool(j % 2) for j in range(width)]
-    mean, sv = rng.normal(size=width), rng.normal(size=(n_sv, width))
-    for i, value in enumerate(device.values()):   # the device's standardised values lie among the SVs'
-        mean[d + i] = np.log1p(value) if log_mask[d + i] else value
-        sv[:, d + i] *= 0.3
-    return SelectorModel.from_dict(SelectorModel(
-        variants=[f"v{i}" for i in range(k)], input_features=[f"f{j}" for j in range(d)], kind="svc",
-        device_features=device,
-        params={"log_mask": log_mask, "mean": mean.tolist(),
-                "scale": (0.5 + rng.random(width)).tolist(), "gamma": 1.0 / width,
-                "support_vectors": sv.tolist(), "n_support": n_support,
-                "dual_coef": rng.normal(size=(k - 1, n_sv)).tolist(),
-                "intercept": (0.1 * rng.normal(size=k * (k - 1) // 2)).tolist()}).to_dict())
 
 
 def points(model, n=4000, seed=1):

@@ -1,5 +1,7 @@
 """Dispatch overhead (features + model + constraints, not the variant) against a plain
-scikit-learn ``predict`` of one sample, on a histogram selector trained here."""
+scikit-learn ``predict`` of one sample, on a histogram selector trained here; and the compiled
+evaluator alone on RBF models of the sizes the learners export (kernel models with 800 Nyström
+centres, SVCs with thousands of support vectors) against NumPy's evaluation of one row."""
 from __future__ import annotations
 
 import platform
@@ -28,6 +30,59 @@ def _median_call_seconds(fn, args_list, calls: int) -> float:
             fn(*args)
         samples.append((time.perf_counter() - start) / batch)
     return float(np.median(samples))
+
+
+def kernel_model(n_centers: int, d: int, k: int = 6, seed: int = 0) -> SelectorModel:
+    """A kernel model of the Kronecker learner's shape (``n_centers`` × ``d`` centres, ``k``
+    variants) with random parameters: plain data, for timing and for checking evaluators."""
+    rng = np.random.default_rng(seed)
+    return SelectorModel.from_dict(SelectorModel(
+        variants=[f"v{i}" for i in range(k)], input_features=[f"f{j}" for j in range(d)], kind="kernel",
+        params={"mean": rng.normal(size=d).tolist(), "scale": (0.5 + rng.random(d)).tolist(), "gamma": 1.0 / d,
+                "centers": rng.normal(size=(n_centers, d)).tolist(), "weights": rng.normal(size=(n_centers, k)).tolist(),
+                "offset": (0.1 * rng.normal(size=k)).tolist()}).to_dict())
+
+
+def svc_model(n_sv: int, d: int, k: int = 4, seed: int = 0, device: dict | None = None) -> SelectorModel:
+    """A one-versus-one RBF SVC in libsvm's layout (``n_sv`` support vectors grouped by class,
+    ``k`` classes) with random parameters; ``device`` features, if given, lie among the SVs'."""
+    rng = np.random.default_rng(seed)
+    n_support = [n_sv // k + (1 if i < n_sv % k else 0) for i in range(k)]
+    device = dict(device or {})
+    width = d + len(device)
+    log_mask = [bool(j % 2) for j in range(width)]
+    mean, sv = rng.normal(size=width), rng.normal(size=(n_sv, width))
+    for i, value in enumerate(device.values()):
+        mean[d + i] = np.log1p(value) if log_mask[d + i] else value
+        sv[:, d + i] *= 0.3
+    return SelectorModel.from_dict(SelectorModel(
+        variants=[f"v{i}" for i in range(k)], input_features=[f"f{j}" for j in range(d)], kind="svc",
+        device_features=device,
+        params={"log_mask": log_mask, "mean": mean.tolist(), "scale": (0.5 + rng.random(width)).tolist(),
+                "gamma": 1.0 / width, "support_vectors": sv.tolist(), "n_support": n_support,
+                "dual_coef": rng.normal(size=(k - 1, n_sv)).tolist(),
+                "intercept": (0.1 * rng.normal(size=k * (k - 1) // 2)).tolist()}).to_dict())
+
+
+RBF_CASES = (("kernel", 800, 12), ("kernel", 800, 55), ("svc", 1000, 12), ("svc", 4000, 12))
+
+
+def bench_rbf(calls: int = 3000, cases=RBF_CASES) -> list[dict]:
+    """Per-call time of the compiled evaluator (``predict_one`` of a feature list) on RBF models
+    of each (kind, centres, features) size, against NumPy's ``predict_index`` of one row in the
+    same run, and whether both choose alike on 2,000 random rows."""
+    out = []
+    for kind, n, d in cases:
+        model = kernel_model(n, d) if kind == "kernel" else svc_model(n, d)
+        X = np.abs(np.random.default_rng(1).normal(size=(2000, d)) * 2)
+        rows = [(list(map(float, x)),) for x in X[:100]]
+        fast = model.compiled()
+        t_compiled = _median_call_seconds(fast.predict_one, rows, calls)
+        t_numpy = _median_call_seconds(model.predict_index, [(x[None, :],) for x in X[:100]], max(calls // 10, 300))
+        out.append({"kind": kind, "centres": n, "features": d, "compiled_us": t_compiled * 1e6,
+                    "numpy_us": t_numpy * 1e6, "ratio": t_compiled / t_numpy,
+                    "identical_choices": bool((fast.predict_batch(X) == model.predict_index(X)).all())})
+    return out
 
 
 def bench_dispatch(calls: int = 20000, n_train: int = 24, n_test: int = 24) -> dict:
@@ -64,6 +119,7 @@ def bench_dispatch(calls: int = 20000, n_train: int = 24, n_test: int = 24) -> d
         "bundle_identical_choices": bool(same_bundle),
         "n_test_inputs": len(test),
         "model": hist.model.kind,
+        "rbf_models": bench_rbf(),
     }
 
 
@@ -73,4 +129,8 @@ def format_dispatch(r: dict) -> str:
             f"ratio nitro / scikit-learn:                        {r['ratio']:.4f}\n"
             f"identical choices on {r['n_test_inputs']} test inputs: {r['identical_choices']}\n"
             f"through a bundle (saved, loaded, use_bundle):      {r['bundle_dispatch_us']:.2f} us/call, "
-            f"same choices: {r['bundle_identical_choices']}")
+            f"same choices: {r['bundle_identical_choices']}\n"
+            "compiled evaluator alone, one feature list, against NumPy predict_index of one row:\n"
+            + "\n".join(f"  {m['kind']:6} {m['centres']:5} centres x {m['features']:2} features: "
+                        f"{m['compiled_us']:7.2f} us/call, NumPy {m['numpy_us']:7.1f} us, ratio {m['ratio']:.3f}, "
+                        f"same choices: {m['identical_choices']}" for m in r["rbf_models"]))
