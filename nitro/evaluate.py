@@ -27,6 +27,7 @@ from joblib import Parallel, delayed
 from .dataset import Measurements
 from .learn import SELECTORS, SVMSelector, fit_selector
 from .metrics import fraction_of_optimum, random_fraction
+from .progress import progress_bar
 from .transfer.analysis import architecture_sensitivity, best_variant_histogram, device_cosine_similarity
 from .transfer.confidence import estimate_quality
 from .transfer.cvdfs import cv_dfs
@@ -189,7 +190,7 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
         comparison = compare_selectors(data, idx, train, test, selectors, cross_features=cross_features,
                                        max_size=max_size, n_jobs=n_jobs, progress=progress)
     targets, details = {}, {}
-    for t in idx:
+    for t in progress_bar(idx, desc="targets", unit="device", enabled=progress):
         sources = [s for s in idx if group[s] != group[t]]
         if len(sources) < 3:
             raise ValueError(f"holding out {holdout_by} {group[t]!r} leaves {len(sources)} source devices; "

@@ -11,6 +11,7 @@ from ..dataset import Measurements
 from ..measurement import TrainingRow
 from ..search import budget_count
 from ..model import SelectorModel
+from ..progress import progress_bar
 from ..store import Store
 from .coverage import choose_variants, sources_of_kind
 from .confidence import estimate_quality
@@ -96,7 +97,8 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
     if not sources:
         raise ValueError(f"{name}: no source device has training rows in the store")
     records = {**{s: store.device(s) for s in sources}, target: _target_record(store, target, target_features)}
-    m = Measurements.from_rows({s: store.rows(name, s) for s in sources}, list(variants),
+    rows = {s: store.rows(name, s) for s in progress_bar(sources, desc="reading rows", unit="source", enabled=progress)}
+    m = Measurements.from_rows(rows, list(variants),
                                list(features), devices=_device_frame(records))
     try:
         choice = choose_variants(m, sources, keep_variants)
