@@ -102,6 +102,13 @@ def cmd_bench_dispatch(args):
     _emit(args, result, format_dispatch(result))
 
 
+def cmd_bench_noise(args):
+    from .bench.noise import bench_noise, format_noise
+    cores = [int(c) for c in _split(args.cores)] if args.cores else None
+    result = bench_noise(args.train, args.test, args.seed, repeats=args.repeats, cores=cores)
+    _emit(args, result, format_noise(result))
+
+
 def cmd_bench_training(args):
     from .bench.training import bench_training, format_training
     result = bench_training(args.family, args.train, args.test, args.seed, budget=args.budget,
@@ -447,6 +454,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--alpha", type=float, default=stop.alpha, help="early stopping: tolerated probability of missing it")
     p.add_argument("--race", type=float, default=stop.race, help="stop repeating a variant this much slower than the best")
     p.set_defaults(func=cmd_bench_training)
+    p = bench.add_parser("noise", parents=[common],
+                         help="histogram tuned without and with a busy loop on the other core(s): quality, label agreement")
+    p.add_argument("--train", type=int, default=48, help="training images per draw (default 48)")
+    p.add_argument("--test", type=int, default=48, help="test images per draw (default 48)")
+    p.add_argument("--seed", type=int, default=0, help="first draw's seed (default 0)")
+    p.add_argument("--repeats", type=int, default=3, help="independent draws (default 3)")
+    p.add_argument("--cores", help="comma-separated cores to load (default: every core but the first)")
+    p.set_defaults(func=cmd_bench_noise)
     p = bench.add_parser("variants", parents=[common],
                          help="every benchmark family: best-variant counts, tuned quality, speed against NumPy/SciPy")
     p.add_argument("--families", help="comma-separated families (default: all)")

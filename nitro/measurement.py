@@ -1,9 +1,17 @@
 """Measuring code variants: the timing policy, the correctness check, the training row.
 
 Policy (``TimingPolicy``): each variant runs ``warmup`` times untimed (the first of those
-runs also produces the output that is checked), then is timed call by call with
-``time.perf_counter`` until it has ``min_repeats`` samples and either ``max_repeats``
-samples or ``target_seconds`` of timed work; the recorded time is the median sample.
+runs also produces the output that is checked). The variants that passed are then timed in
+interleaved rounds (every variant once per round, forwards then backwards), until there are
+``min_repeats`` rounds and either ``max_repeats`` rounds or ``target_seconds`` of timed work
+per variant: a slow period (another program, a lost scheduler slice) hits all of them, not
+the one timed during it. The recorded time is the fastest sample: interference only adds
+time, and one preempted sample cannot move the minimum. When the samples cannot tell the best
+variant from a runner-up (:mod:`nitro.noise`: the gap is within the spread of repeated
+timings), those variants alone get more rounds, doubling up to ``max_rounds``; a gap below
+``tie`` that is known to be below it is a tie. With early stopping the variants are timed one
+after the other (Vuduc's rule needs each one's time before choosing the next), then the
+undecided ones are re-timed in rounds.
 A variant that raises, or whose output differs from the reference output (the default
 variant's, or a user-supplied reference), is recorded as failed with the reason and can
 never be the best variant of that input.
@@ -34,22 +42,38 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from . import cuda
+from .noise import Verdict, judge
 
 
 @dataclass(frozen=True)
 class TimingPolicy:
+    """How variants are timed (see module doc). ``tie``: a relative gap below which the best
+    and the runner-up count as tied; ``max_rounds``: the rounds an undecided input's
+    contenders may get in all (default ``2 * max_repeats``; ``max_repeats`` re-times nothing)."""
+
     warmup: int = 1
     min_repeats: int = 3
     max_repeats: int = 15
     target_seconds: float = 0.05
     isolate: bool = True
-    timeout: float | None = 60.0   # seconds per variant and input, when isolated
+    timeout: float | None = 60.0   # seconds per variant call, when isolated
+    tie: float = 0.03
+    max_rounds: int | None = None
 
     def __post_init__(self):
         if self.warmup < 1 or self.min_repeats < 1 or self.max_repeats < self.min_repeats:
             raise ValueError(f"invalid timing policy {self}")
         if self.timeout is not None and not self.timeout > 0:
             raise ValueError(f"invalid timing policy {self}: timeout must be positive or None")
+        if not 0 <= self.tie < 1:
+            raise ValueError(f"invalid timing policy {self}: tie must be in [0, 1)")
+        if self.max_rounds is not None and self.max_rounds < self.max_repeats:
+            raise ValueError(f"invalid timing policy {self}: max_rounds must be at least max_repeats")
+
+    @property
+    def round_cap(self) -> int:
+        """Rounds an undecided input's contenders may get in all."""
+        return self.max_rounds if self.max_rounds is not None else 2 * self.max_repeats
 
 
 @dataclass
@@ -104,83 +128,162 @@ def outputs_match(result: Any, reference: Any) -> bool:
     return bool(np.array_equal(a, b))
 
 
-def time_call(fn: Callable, args: tuple, policy: TimingPolicy, bound: float | None = None,
-              counts: dict | None = None) -> float:
-    """Median seconds per call of ``fn(*args)`` under ``policy`` (warm-up already done).
-    With a race ``bound``, repetitions stop once the fastest of at least ``min_repeats``
-    samples exceeds it: a single sample can be slow by chance (a thread pool waking up),
-    and racing on it records a wrong time and so a wrong label."""
-    samples: list[float] = []
-    spent = 0.0
-    while len(samples) < policy.max_repeats:
+class Tally:
+    """Counts variant calls and their seconds while they run; with a shared ``slot`` (four
+    doubles: index of the variant running or -1, calls started, calls, seconds) a parent
+    process watching a measurement worker sees which variant is running, and that it still
+    makes progress, without a message per call (a message would wake the parent on the
+    measured cores)."""
+
+    def __init__(self, index: Mapping[str, int] | None = None, slot=None):
+        self.calls, self.seconds = 0, 0.0
+        self.index, self.slot = index or {}, slot
+
+    def run(self, name: str, fn: Callable, args: tuple) -> tuple[float, Any]:
+        """``(seconds, output)`` of one call of ``fn(*args)``; what it raises propagates."""
+        if self.slot is not None:
+            self.slot[0] = self.index.get(name, -1)
+            self.slot[1] += 1
         start = time.perf_counter()
-        fn(*args)
-        elapsed = time.perf_counter() - start
-        samples.append(elapsed)
-        spent += elapsed
-        if len(samples) >= policy.min_repeats and spent >= policy.target_seconds:
+        try:
+            result = fn(*args)
+        finally:
+            elapsed = time.perf_counter() - start
+            self.calls += 1
+            self.seconds += elapsed
+            if self.slot is not None:
+                self.slot[0] = -1
+                self.slot[2], self.slot[3] = self.calls, self.seconds
+        return elapsed, result
+
+    def add_to(self, counts: dict | None):
+        if counts is not None:
+            counts["calls"] = counts.get("calls", 0) + self.calls
+            counts["seconds"] = counts.get("seconds", 0.0) + self.seconds
+
+
+def run_rounds(fns: Mapping[str, Callable], args: tuple, samples: dict[str, list[float]], policy: TimingPolicy,
+               tally: Tally, rounds: int | None = None, bound: float | None = None) -> dict[str, str]:
+    """Time ``fns`` in interleaved rounds — every function once per round, forwards then
+    backwards (a, b, b, a, ...) — appending to ``samples``. A slow period then hits all of
+    them alike instead of the one that happened to be timed during it. ``rounds`` more
+    rounds; by default until ``min_repeats`` rounds and either ``max_repeats`` rounds or
+    ``target_seconds`` of timed work per function. With a race ``bound`` (one function:
+    Vuduc's racing) the rounds stop once its fastest of at least ``min_repeats`` samples
+    exceeds it. A function that raises is dropped; returns ``{name: reason}`` for those."""
+    names = list(fns)
+    failed: dict[str, str] = {}
+    done, spent = 0, 0.0
+    while names:
+        if rounds is not None and done >= rounds:
             break
-        if bound is not None and len(samples) >= policy.min_repeats and min(samples) > bound:
-            break
-    if counts is not None:
-        counts["calls"] = counts.get("calls", 0) + len(samples)
-        counts["seconds"] = counts.get("seconds", 0.0) + spent
-    return float(np.median(samples))
+        if rounds is None:
+            have = len(samples[names[0]])
+            if have >= policy.max_repeats or (have >= policy.min_repeats and spent >= policy.target_seconds * len(names)):
+                break
+            if bound is not None and have >= policy.min_repeats and min(samples[names[0]]) > bound:
+                break
+        turn = names if len(samples[names[0]]) % 2 == 0 else names[::-1]
+        for name in turn:
+            try:
+                elapsed, _ = tally.run(name, fns[name], args)
+            except Exception as exc:  # a failing variant must not stop tuning
+                failed[name] = f"raised {type(exc).__name__}: {exc}"
+                continue
+            samples[name].append(elapsed)
+            spent += elapsed
+        for name in failed:
+            if name in names:
+                names.remove(name)
+                samples.pop(name, None)
+        done += 1
+    return failed
 
 
 def time_interleaved(fns: Sequence[Callable], args: tuple, policy: TimingPolicy) -> list[float]:
     """Median seconds per call of each of ``fns(*args)`` (warm-up already done), timed in
-    turns, forwards then backwards (a, b, b, a, ...), until each has ``min_repeats`` samples
-    and either ``max_repeats`` or ``target_seconds`` of timed work per function. A machine
-    whose speed drifts (other tenants, clock changes) then slows every function alike, so
-    the ratio of two medians compares them fairly; timed one after the other, seconds apart,
-    they would not be."""
-    samples: list[list[float]] = [[] for _ in fns]
-    spent = 0.0
-    while len(samples[0]) < policy.max_repeats:
-        turn = range(len(fns)) if len(samples[0]) % 2 == 0 else reversed(range(len(fns)))
-        for k in turn:
-            start = time.perf_counter()
-            fns[k](*args)
-            elapsed = time.perf_counter() - start
-            samples[k].append(elapsed)
-            spent += elapsed
-        if len(samples[0]) >= policy.min_repeats and spent >= policy.target_seconds * len(fns):
+    interleaved rounds (:func:`run_rounds`): the typical speed of each, compared fairly on a
+    machine whose speed drifts. What a function raises propagates."""
+    samples: dict[str, list[float]] = {str(k): [] for k in range(len(fns))}
+    failed = run_rounds(dict(zip(samples, fns)), args, samples, policy, Tally())
+    if failed:
+        raise RuntimeError(f"time_interleaved: function {', '.join(failed.values())}")
+    return [float(np.median(samples[str(k)])) for k in range(len(fns))]
+
+
+def retime_undecided(variants: Mapping[str, Callable], args: tuple, samples: dict[str, list[float]],
+                     policy: TimingPolicy, tally: Tally) -> tuple[Verdict, dict[str, str]]:
+    """Judge the samples (:func:`nitro.noise.judge`) and, while the input is undecided, time
+    its contenders (the best and the variants not separated from it) in more interleaved
+    rounds, doubling their rounds up to ``policy.round_cap``; returns the last verdict and the
+    variants that raised meanwhile."""
+    failed: dict[str, str] = {}
+    verdict = judge(samples, policy.tie)
+    while verdict.status == "undecided":
+        batch = [v for v in verdict.contenders if len(samples[v]) < policy.round_cap]
+        if len(batch) < 2 or verdict.best not in batch:   # the best has had its rounds: as sure as it gets
             break
-    return [float(np.median(s)) for s in samples]
+        have = min(len(samples[v]) for v in batch)
+        more = min(max(policy.min_repeats, have), policy.round_cap - max(len(samples[v]) for v in batch))
+        if more <= 0:
+            break
+        failed.update(run_rounds({v: variants[v] for v in batch}, args, samples, policy, tally, rounds=more))
+        verdict = judge(samples, policy.tie)
+    verdict.rounds = max((len(s) for s in samples.values()), default=0)
+    return verdict, failed
 
 
-def measure_one(fn: Callable, args: tuple, policy: TimingPolicy, reference: Any, have_reference: bool,
-                check: Callable, early_stopping=None, times: Mapping[str, float | None] | None = None,
-                n_total: int = 0, counts: dict | None = None) -> tuple[float | None, str | None, Any]:
-    """``(median seconds, failure reason, output)`` of one variant: skipped when
-    ``early_stopping`` says the ``times`` measured so far (of ``n_total``) suffice, raced
-    against the best of them, checked against ``reference`` when there is one."""
+def measure_input(variants: Mapping[str, Callable], names: Sequence[str], args: tuple, *, reference: Any,
+                  check: Callable, policy: TimingPolicy, early_stopping=None,
+                  tally: Tally | None = None) -> tuple[dict, dict, Verdict]:
+    """Measure ``names`` (in this order) on one input in this process; return ``(times,
+    failed, verdict)`` for them. Each variant is first run ``warmup`` times, its first output
+    checked against ``reference`` (without one, the first variant that succeeds gives it).
+    Then every variant that passed is timed in interleaved rounds (:func:`run_rounds`) — or,
+    with ``early_stopping``, one after the other, raced, until Vuduc's rule says the rest can
+    be skipped — and the undecided contenders are re-timed (:func:`retime_undecided`). The
+    time of a variant is its fastest sample: interference only adds time."""
     from .search import SKIPPED
-    valid = [t for t in (times or {}).values() if t is not None]
-    if early_stopping is not None and valid and early_stopping.should_stop(valid, n_total):
-        return None, SKIPPED, None
-    try:
-        start = time.perf_counter()
-        result = fn(*args)
-        for _ in range(policy.warmup - 1):
-            fn(*args)
-        if counts is not None:
-            counts["calls"] = counts.get("calls", 0) + policy.warmup
-            counts["seconds"] = counts.get("seconds", 0.0) + time.perf_counter() - start
-    except Exception as exc:  # a failing variant must not stop tuning
-        return None, f"raised {type(exc).__name__}: {exc}", None
-    if have_reference and not check(result, reference):
-        return None, "wrong result", None
-    bound = early_stopping.race_bound(min(valid, default=None)) if early_stopping is not None else None
-    return time_call(fn, args, policy, bound=bound, counts=counts), None, result
+    tally = tally or Tally()
+    failed: dict[str, str] = {}
+    samples: dict[str, list[float]] = {}
+    have_reference = reference is not None
+    for name in names:
+        measured = [min(s) for s in samples.values() if s]
+        if early_stopping is not None and measured and early_stopping.should_stop(measured, len(names)):
+            failed[name] = SKIPPED
+            continue
+        try:
+            for k in range(policy.warmup):
+                _, result = tally.run(name, variants[name], args)
+                if k == 0:
+                    output = result
+        except Exception as exc:  # a failing variant must not stop tuning
+            failed[name] = f"raised {type(exc).__name__}: {exc}"
+            continue
+        if have_reference and not check(output, reference):
+            failed[name] = "wrong result"
+            continue
+        if not have_reference:
+            reference, have_reference = output, True
+        samples[name] = []
+        if early_stopping is not None:
+            bound = early_stopping.race_bound(min(measured, default=None))
+            failed.update(run_rounds({name: variants[name]}, args, samples, policy, tally, bound=bound))
+    if early_stopping is None:
+        failed.update(run_rounds({v: variants[v] for v in samples}, args, samples, policy, tally))
+    verdict, raised = retime_undecided(variants, args, samples, policy, tally)
+    failed.update(raised)
+    times = {v: (min(samples[v]) if samples.get(v) else None) for v in names}
+    return times, failed, verdict
 
 
 def measure_variants(variants: Mapping[str, Callable], args: tuple, *, reference: Any = None,
                      reference_variant: str | None = None, check: Callable | None = None,
                      allowed: Mapping[str, bool] | None = None,
                      policy: TimingPolicy = TimingPolicy(), early_stopping=None,
-                     order: list[str] | None = None, counts: dict | None = None) -> tuple[dict, dict]:
+                     order: list[str] | None = None, counts: dict | None = None,
+                     verdict: dict | None = None) -> tuple[dict, dict]:
     """Run and time every variant on ``args``; return ``(times, failed)``.
 
     ``reference`` is the expected output; without one the output of ``reference_variant``
@@ -188,10 +291,10 @@ def measure_variants(variants: Mapping[str, Callable], args: tuple, *, reference
     Variants with ``allowed[name] is False`` (excluded by a constraint) are not run.
     ``early_stopping`` (:class:`nitro.search.EarlyStopping`) races repetitions and may stop
     before every variant is measured, trying variants in ``order``; ``counts`` accumulates
-    the variant calls made (``"calls"``) and their seconds.
+    the variant calls made (``"calls"``) and their seconds; ``verdict`` is filled with how
+    sure the measurement is (:class:`nitro.noise.Verdict` as a dict).
     """
     check = check or outputs_match
-    times: dict[str, float | None] = {}
     failed: dict[str, str] = {}
     order = list(order or variants)
     if reference is None and reference_variant is not None:
@@ -201,20 +304,14 @@ def measure_variants(variants: Mapping[str, Callable], args: tuple, *, reference
     failed.update({n: "excluded by constraint" for n in order if n not in runnable})
     if policy.isolate and not cuda.driver_loaded():   # CUDA does not survive a fork
         from .measurement_worker import measure_isolated
-        got, why = measure_isolated(variants, runnable, args, reference=reference, check=check, policy=policy,
-                                    early_stopping=early_stopping, counts=counts)
-        failed.update(why)
-        return {v: got.get(v) for v in variants}, failed
-    have_reference = reference is not None
-    for name in order:
-        if name not in runnable:
-            times[name] = None
-            continue
-        seconds, reason, result = measure_one(variants[name], args, policy, reference, have_reference, check,
-                                              early_stopping, times, len(runnable), counts)
-        times[name] = seconds
-        if reason is not None:
-            failed[name] = reason
-        elif not have_reference:
-            reference, have_reference = result, True
-    return {v: times[v] for v in variants}, failed
+        got, why, judged = measure_isolated(variants, runnable, args, reference=reference, check=check,
+                                            policy=policy, early_stopping=early_stopping, counts=counts)
+    else:
+        tally = Tally()
+        got, why, judged = measure_input(variants, runnable, args, reference=reference, check=check, policy=policy,
+                                         early_stopping=early_stopping, tally=tally)
+        tally.add_to(counts)
+    failed.update(why)
+    if verdict is not None:
+        verdict.update(judged.to_dict())
+    return {v: got.get(v) for v in variants}, failed

@@ -2,13 +2,15 @@
 segfault in C++) or hangs fails on its own and the tuner goes on.
 
 The parent forks one child per input (``os.fork``: variants and arguments are inherited,
-nothing needs to be picklable). The child measures the variants in order under the usual
-:class:`~nitro.measurement.TimingPolicy` and writes one JSON line per variant back through a
-pipe — plain data only, nothing is unpickled. The parent waits at most ``policy.timeout``
-seconds per variant. When the child dies (``killed by SIGSEGV``, ``exited with code 3``) or
-runs out of time (``timed out after 2 s``, the child is then killed), that variant is
-failed with the reason and a fresh child measures the remaining ones; it first re-runs the
-variant whose output is the reference, untimed, when the reference came from a variant.
+nothing needs to be picklable). The child measures the input as in-process
+(:func:`nitro.measurement.measure_input`: checks, interleaved rounds, re-timing) and writes
+one JSON line with the times, failures and verdict back through a pipe — plain data only,
+nothing is unpickled. While it runs, the child keeps the index of the variant it is calling,
+and its call counts, in a small shared memory page (no message per call: a message would
+wake the parent on the cores being measured); the parent looks every half second. When the
+child dies (``killed by SIGSEGV``, ``exited with code 3``) or one call runs longer than
+``policy.timeout`` (``timed out after 2 s``, the child is then killed), the variant it was
+calling is failed with the reason and a fresh child measures the others again.
 
 C++ variants using GNU OpenMP run in the child too: :mod:`nitro.forksafe` releases the
 parent's OpenMP thread pools before every fork (libgomp is not fork-safe otherwise).
@@ -25,6 +27,7 @@ process. POSIX only (``os.fork``). Never used once the process has loaded the CU
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import select
 import signal
@@ -34,12 +37,14 @@ import warnings
 from typing import Any, Callable, Mapping
 
 from . import forksafe  # noqa: F401  (registers the OpenMP release before os.fork)
-from .measurement import TimingPolicy, measure_one
+from .measurement import Tally, TimingPolicy, measure_input
+from .noise import Verdict
+
+POLL_SECONDS = 0.5   # how often the parent looks at a running child's progress
 
 
-def _child(write_fd: int, names: list[str], variants: Mapping[str, Callable], args: tuple,
-           reference: Any, reference_from: str | None, check: Callable, policy: TimingPolicy,
-           early_stopping, known: dict, n_total: int):
+def _child(write_fd: int, names: list[str], variants: Mapping[str, Callable], args: tuple, reference: Any,
+           check: Callable, policy: TimingPolicy, early_stopping, slot):
     """Body of the forked worker; never returns."""
     code = 0
     try:
@@ -47,20 +52,11 @@ def _child(write_fd: int, names: list[str], variants: Mapping[str, Callable], ar
         import resource
         faulthandler.disable()   # a crash is reported by the parent, not as a traceback here
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))   # and leaves no core file
-        out = os.fdopen(write_fd, "w", buffering=1)
-        have_reference = reference is not None
-        if not have_reference and reference_from is not None:
-            reference, have_reference = variants[reference_from](*args), True
-        for name in names:
-            counts: dict = {}
-            seconds, reason, result = measure_one(variants[name], args, policy, reference, have_reference, check,
-                                                  early_stopping, known, n_total, counts)
-            known[name] = seconds
-            if reason is None and not have_reference:
-                reference, have_reference, reference_from = result, True, name
-            out.write(json.dumps({"name": name, "time": seconds, "reason": reason, "counts": counts,
-                                  "reference": reason is None and reference_from == name}) + "\n")
-        out.flush()
+        tally = Tally({name: k for k, name in enumerate(names)}, slot)
+        times, failed, verdict = measure_input(variants, names, args, reference=reference, check=check,
+                                               policy=policy, early_stopping=early_stopping, tally=tally)
+        with os.fdopen(write_fd, "w") as out:
+            out.write(json.dumps({"times": times, "failed": failed, "verdict": verdict.to_dict()}) + "\n")
     except BaseException:  # anything unexpected: the parent reports a non-zero exit
         code = 70
     os._exit(code)
@@ -93,56 +89,64 @@ def _fork(*child_args) -> tuple[int, int]:
     return pid, read_fd
 
 
-def measure_isolated(variants: Mapping[str, Callable], names: list[str], args: tuple, *,
-                     reference: Any, check: Callable, policy: TimingPolicy, early_stopping=None,
-                     counts: dict | None = None) -> tuple[dict, dict]:
-    """Measure ``names`` (in this order) in forked workers; return ``(times, failed)`` for them.
-    Without a ``reference`` the first variant that succeeds provides it, as in-process;
-    ``early_stopping`` and ``counts`` work as in :func:`nitro.measurement.measure_variants`."""
-    times: dict[str, float | None] = {}
-    failed: dict[str, str] = {}
-    reference_from: str | None = None
-    todo = list(names)
-    while todo:
-        pid, fd = _fork(todo, variants, args, reference, reference_from, check, policy, early_stopping,
-                        dict(times), len(names))
-        buffer, status, reason = b"", None, None
-        deadline = time.monotonic() + (policy.timeout or float("inf"))
-        try:
-            while todo:
-                ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
-                if not ready:
-                    reason = f"timed out after {policy.timeout:g} s"
-                    break
+def _watch(pid: int, fd: int, slot, timeout: float | None) -> tuple[bytes, str | None, int]:
+    """Read the child's answer; ``(answer, timeout reason or None, exit status)``. The child
+    is killed when one call runs past ``timeout`` (no new call started for that long)."""
+    buffer, reason = b"", None
+    seen, deadline = slot[1], time.monotonic() + (timeout or float("inf"))
+    try:
+        while True:
+            ready, _, _ = select.select([fd], [], [], max(0.0, min(POLL_SECONDS, deadline - time.monotonic())))
+            if ready:
                 chunk = os.read(fd, 65536)
                 if not chunk:  # the child closed the pipe: it exited or died
                     break
                 buffer += chunk
-                while b"\n" in buffer and todo:
-                    line, buffer = buffer.split(b"\n", 1)
-                    msg = json.loads(line)
-                    name = todo.pop(0)
-                    if msg.get("name") != name:
-                        raise RuntimeError(f"measurement worker answered for {msg.get('name')!r}, "
-                                           f"expected {name!r}")
-                    times[name] = msg["time"]
-                    if counts is not None:
-                        for key, value in msg.get("counts", {}).items():
-                            counts[key] = counts.get(key, 0) + value
-                    if msg["reason"] is not None:
-                        failed[name] = msg["reason"]
-                    elif msg["reference"]:
-                        reference_from = name
-                    deadline = time.monotonic() + (policy.timeout or float("inf"))
-        finally:
-            os.close(fd)
-            if reason is not None or todo:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            _, status = os.waitpid(pid, 0)
-        if todo:
-            name = todo.pop(0)
-            times[name], failed[name] = None, reason or _exit_reason(status)
-    return times, failed
+            elif slot[1] != seen:
+                seen, deadline = slot[1], time.monotonic() + (timeout or float("inf"))
+            elif time.monotonic() >= deadline:
+                reason = f"timed out after {timeout:g} s"
+                break
+    finally:
+        os.close(fd)
+        if reason is not None:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        _, status = os.waitpid(pid, 0)
+    return buffer, reason, status
+
+
+def measure_isolated(variants: Mapping[str, Callable], names: list[str], args: tuple, *,
+                     reference: Any, check: Callable, policy: TimingPolicy, early_stopping=None,
+                     counts: dict | None = None) -> tuple[dict, dict, Verdict]:
+    """Measure ``names`` (in this order) in forked workers; return ``(times, failed, verdict)``
+    for them, as :func:`nitro.measurement.measure_input` does in-process; ``counts`` works as
+    in :func:`nitro.measurement.measure_variants`."""
+    crashed: dict[str, str] = {}
+    todo = list(names)
+    while todo:
+        page = mmap.mmap(-1, mmap.PAGESIZE)
+        slot = memoryview(page).cast("d")
+        slot[0] = -1.0
+        pid, fd = _fork(todo, variants, args, reference, check, policy, early_stopping, slot)
+        answer, reason, status = _watch(pid, fd, slot, policy.timeout)
+        running, calls, seconds = int(slot[0]), int(slot[2]), float(slot[3])
+        slot.release()
+        page.close()
+        if counts is not None:
+            counts["calls"] = counts.get("calls", 0) + calls
+            counts["seconds"] = counts.get("seconds", 0.0) + seconds
+        if reason is None and answer.endswith(b"\n"):
+            msg = json.loads(answer)
+            verdict = Verdict(**{k: (float("nan") if v is None and k in ("gap", "noise") else v)
+                                 for k, v in msg["verdict"].items()})
+            times = {name: msg["times"].get(name) for name in names}
+            return times, {**crashed, **msg["failed"]}, verdict
+        why = reason or _exit_reason(status)
+        if running < 0:   # died outside any variant's call: nothing left can be trusted
+            crashed.update({name: why for name in todo})
+            break
+        crashed[todo.pop(running)] = why
+    return {name: None for name in names}, crashed, Verdict(None, float("nan"), float("nan"), "decided")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import warnings
 from collections import Counter
 from typing import Any, Iterable, Sequence
 
@@ -13,6 +14,7 @@ from .dispatch import feature_vector
 from .learn import SVMSelector, fit_selector, make_selector
 from .measurement import TimingPolicy, TrainingRow, measure_variants
 from .model import SelectorModel
+from .noise import NoisyMachineWarning, format_report, summarize
 from .metrics import fraction_of_optimum
 from .progress import progress_bar
 from .search import PLATEAU_QUALITY, EarlyStopping, budget_count, margins, prior_order, spread_indices
@@ -54,6 +56,9 @@ class Autotuner:
         self.training_ids: list[str] = []
         self.counts: dict = {"calls": 0, "seconds": 0.0}  # variant calls made by measure()
         self._best_counts: dict[str, Counter] = {}          # per computation: how often each variant won
+        self.verdicts: dict[str, dict[str, dict]] = {}      # per computation: input id -> how sure its timing is
+        self.timing_report: dict[str, dict] = {}            # per computation: summary of the last tune()
+        self.training_rows: dict[str, list[TrainingRow]] = {}   # per computation: rows the last tune() fitted
 
     @property
     def store(self) -> Store:
@@ -80,7 +85,8 @@ class Autotuner:
         """Time the variants on the training inputs (all, or those at ``indices``): every
         variant, or fewer with ``early_stopping``. Resumes: inputs already recorded for this
         device are read back, not re-measured. Variant calls made are added to
-        :attr:`counts` (``"calls"``, ``"seconds"``)."""
+        :attr:`counts` (``"calls"``, ``"seconds"``); how sure each input's timing is, to
+        :attr:`verdicts` (:class:`nitro.noise.Verdict` as a dict)."""
         if not self.training_args:
             raise ValueError(f"{self.name}: call set_training_args before tuning")
         picked = range(len(self.training_args)) if indices is None else indices
@@ -103,10 +109,13 @@ class Autotuner:
             order = prior_order(cv.variant_names, best_counts) if early_stopping is not None else None
             stopping = (early_stopping.for_input(best_counts, sum(best_counts.values()), len(cv.variant_names))
                         if early_stopping is not None else None)
+            verdict: dict = {}
             times, failed = measure_variants(cv.variants, args, reference=reference,
                                              reference_variant=cv.default, check=cv.check,
                                              allowed=cv.allowed(feats), policy=self.policy,
-                                             early_stopping=stopping, order=order, counts=self.counts)
+                                             early_stopping=stopping, order=order, counts=self.counts,
+                                             verdict=verdict)
+            self.verdicts.setdefault(cv.name, {})[iid] = verdict
             row = TrainingRow(iid, dict(zip(cv.feature_names, feats)), times, failed)
             best_counts[row.best] += 1
             if cv.record:
@@ -198,14 +207,26 @@ class Autotuner:
         """Measure, label each input with its fastest valid variant, train, and install the
         model on each code variant (and in the store when ``record`` is set). ``budget``
         measures only that many training inputs, chosen actively (:meth:`measure_actively`);
-        ``early_stopping`` measures fewer variants and repetitions per input."""
+        ``early_stopping`` measures fewer variants and repetitions per input.
+
+        The timing report of the inputs measured in this call (:func:`nitro.noise.summarize`:
+        decided, ties, undecided, noise against gaps, advice) goes to :attr:`timing_report`
+        and the model's provenance (``"timing"``); a :class:`nitro.noise.NoisyMachineWarning`
+        says when the machine was too noisy for the gaps between variants."""
         models = []
         for cv in variants:
+            self.verdicts[cv.name] = {}
             if budget is None:
                 rows = self.measure(cv, remeasure=remeasure, early_stopping=early_stopping)
             else:
                 rows = self.measure_actively(cv, budget, remeasure=remeasure, early_stopping=early_stopping)
+            self.training_rows[cv.name] = rows
+            report = summarize(list(self.verdicts[cv.name].values()))
+            self.timing_report[cv.name] = report
+            if report["too_noisy"]:
+                warnings.warn(f"{cv.name}: {format_report(report)}", NoisyMachineWarning, stacklevel=2)
             model = self.fit_rows(cv, rows)
+            model.provenance["timing"] = report
             cv.model = model
             if cv.record:
                 self.store.put_model(cv.name, cv.device_id or devices_mod.current_device_id(), model.to_dict())

@@ -9,7 +9,7 @@ from nitro.cli import main
 
 def test_every_subcommand_has_help(capsys):
     for argv in (["--help"], ["demo", "--help"], ["store", "ls", "--help"], ["store", "export", "--help"],
-                 ["store", "import", "--help"], ["bench", "dispatch", "--help"], ["evaluate", "--help"],
+                 ["store", "import", "--help"], ["bench", "dispatch", "--help"], ["bench", "noise", "--help"], ["evaluate", "--help"],
                  ["tune-from-source", "--help"]):
         with pytest.raises(SystemExit) as e:
             main(argv)
@@ -53,6 +53,9 @@ def test_demo_runs_end_to_end_on_the_embedded_store(capsys):
     r = json.loads(capsys.readouterr().out)
     assert set(r["percent_of_optimum"]) >= {"tuned", "random", "shared_atomic_even"}
     assert r["dispatch_example"]["correct"] and "embedded store" in r["store"]
+    timing = r["timing"]   # inputs recorded by an earlier run are not measured again
+    assert timing["decided"] + timing["ties"] + timing["undecided"] == timing["n_inputs"] <= 14
+    assert isinstance(timing["too_noisy"], bool) and timing["advice"]
 
 
 def test_progress_is_not_written_to_a_file(tmp_path):

@@ -116,3 +116,45 @@ def test_no_fork_once_the_process_has_loaded_the_cuda_driver(tmp_path):
     assert result["before"]["in_process"] == 0
     assert result["after"]["loaded"] is True and result["after"]["forks"] == 0
     assert result["after"]["in_process"] >= 2
+
+
+def test_variants_of_one_input_are_timed_in_interleaved_rounds():
+    calls = []
+    variants = {"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}
+    measure_variants(variants, (), policy=TimingPolicy(min_repeats=3, max_repeats=3, target_seconds=0.0,
+                                                       isolate=False, max_rounds=3))
+    assert calls == ["a", "b"] + ["a", "b", "b", "a", "a", "b"]   # checks, then rounds forwards and backwards
+
+
+def _slowing_then_steady(first_slow: int, slow: float, fast: float):
+    calls = {"n": 0}
+
+    def variant(x):
+        calls["n"] += 1
+        time.sleep(slow if calls["n"] <= first_slow + 1 else fast)   # +1: the untimed check
+        return x
+    return variant
+
+
+def test_undecided_contenders_are_retimed_until_decided():
+    """'a' is 2x faster but its first rounds fell in a slow period: its halves disagree, so
+    the gap is not decided on the first rounds; more rounds of the two settle it."""
+    variants = {"a": _slowing_then_steady(3, 0.03, 0.002), "b": lambda x: time.sleep(0.004) or x}
+    policy = TimingPolicy(min_repeats=4, max_repeats=4, target_seconds=0.0, isolate=False, max_rounds=16)
+    counts, verdict = {}, {}
+    times, failed = measure_variants(variants, (1,), policy=policy, reference_variant="a",
+                                     counts=counts, verdict=verdict)
+    assert not failed and times["a"] < times["b"]
+    assert verdict["status"] == "decided" and verdict["best"] == "a" and 8 <= verdict["rounds"] <= 16
+    assert counts["calls"] == 2 * (1 + verdict["rounds"])   # both re-timed, in rounds
+
+
+def test_retiming_stops_at_max_rounds_and_reports_undecided():
+    variants = {"a": _slowing_then_steady(100, 0.003, 0.003), "b": _slowing_then_steady(2, 0.02, 0.0032)}
+    policy = TimingPolicy(min_repeats=4, max_repeats=4, target_seconds=0.0, isolate=False, max_rounds=4)
+    verdict = {}
+    measure_variants(variants, (1,), policy=policy, reference_variant="a", verdict=verdict)
+    assert verdict["status"] == "undecided" and verdict["rounds"] == 4 and set(verdict["contenders"]) == {"a", "b"}
+    assert verdict["noise"] > verdict["gap"]
+    with pytest.raises(ValueError, match="max_rounds"):
+        TimingPolicy(max_repeats=10, max_rounds=5)

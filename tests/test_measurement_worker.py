@@ -118,3 +118,24 @@ def test_isolation_overhead_per_variant_is_small():
     print(f"isolation overhead: {1e3 * (isolated - inline):.2f} ms per input, "
           f"{1e3 * per_variant:.2f} ms per variant")
     assert per_variant < 0.05     # generous bound on a shared, loaded machine
+
+
+def test_a_crash_in_the_timed_rounds_fails_the_variant_that_was_running():
+    calls = {"n": 0}
+
+    def crashes_later(x):          # passes its check, then segfaults on its second timed call
+        calls["n"] += 1
+        if calls["n"] == 3:
+            ctypes.string_at(0)
+        return x * 2
+
+    policy = TimingPolicy(min_repeats=3, max_repeats=3, target_seconds=0.0, timeout=2.0)
+    counts, verdict = {}, {}
+    times, failed = measure_variants({"good": good, "crashes_later": crashes_later, "also_good": also_good},
+                                     (np.arange(5),), reference_variant="good", policy=policy,
+                                     counts=counts, verdict=verdict)
+    assert failed == {"crashes_later": "killed by SIGSEGV"}
+    assert times["crashes_later"] is None and times["good"] > 0 and times["also_good"] > 0
+    assert verdict["best"] in ("good", "also_good")
+    # first worker: 3 checks + a round and a half; second: 2 checks + 3 rounds of 2
+    assert counts["calls"] >= 3 + 2 + 2 * 3

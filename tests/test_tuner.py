@@ -1,4 +1,5 @@
 import multiprocessing
+import time
 
 import numpy as np
 import pytest
@@ -75,3 +76,30 @@ def test_all_variants_failing_is_an_error():
     tuner.set_training_args([1, 2])
     with pytest.raises(ValueError, match="no training input has a valid variant"):
         tuner.tune([cv])
+
+
+def test_tune_reports_inputs_too_noisy_to_decide_and_warns():
+    """Every input of 'drifting' gets faster call after call, so the halves of its samples never
+    agree, while 'steady' is within that drift of it: no input can be decided, and tune() says so."""
+    from nitro.noise import NoisyMachineWarning
+
+    calls = {}
+
+    def drifting(x):        # counts its calls per input: measured in-process or in a worker alike
+        calls[x] = calls.get(x, 0) + 1
+        time.sleep(0.002 + 0.05 / calls[x])
+        return x
+
+    def steady(x):
+        time.sleep(0.008)
+        return x
+    cv = code_variant("drift", {"steady": steady, "drifting": drifting}, {"x": lambda x: float(x)})
+    tuner = autotuner("drift", progress=False,
+                      policy=TimingPolicy(min_repeats=4, max_repeats=4, target_seconds=0.0, max_rounds=8))
+    tuner.set_training_args([1, 2, 3, 4])
+    with pytest.warns(NoisyMachineWarning, match="4 of 4 inputs stayed undecided"):
+        [model] = tuner.tune([cv])
+    report = tuner.timing_report["drift"]
+    assert report["undecided"] == 4 and report["too_noisy"] and report["undecided_median_noise"] > 0
+    assert model.provenance["timing"] == report
+    assert all(v["status"] == "undecided" and v["rounds"] == 8 for v in tuner.verdicts["drift"].values())
