@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.nitro-installed
-SOURCES := pyproject.toml CMakeLists.txt $(wildcard variants_cpp/* microbench/* proxies/* nitro/*.cpp)
+SOURCES := pyproject.toml CMakeLists.txt $(wildcard variants_cpp/* microbench/* proxies/* nitro/*.cpp nitro/*.hpp)
 
 .PHONY: demo test install clean
 

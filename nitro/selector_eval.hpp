@@ -83,11 +83,11 @@ NITRO_EVAL_CLONES NITRO_EVAL_NO_TRAP inline void exp_nonpositive(double* v, std:
 // Σ a[i]·b[i] with eight partial sums (vectorisable without reassociating by the compiler).
 inline double dot(const double* a, const double* b, std::size_t n) {
   double acc[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8)
+  const std::size_t n8 = n - n % 8;
+  for (std::size_t i = 0; i < n8; i += 8)
     for (std::size_t l = 0; l < 8; ++l) acc[l] += a[i + l] * b[i + l];
   double tail = 0.0;
-  for (; i < n; ++i) tail += a[i] * b[i];
+  for (std::size_t i = n8; i < n; ++i) tail += a[i] * b[i];
   return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
 }
 
