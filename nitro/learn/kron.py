@@ -118,11 +118,13 @@ class KronKRRGrid:
         U = self.U if rows is None else self.U[rows]
         return U @ (self.ev[:, None] * h) + mu
 
-    def predict_train_many(self, duals: list[tuple]) -> np.ndarray:
-        """Predictions (n, len(duals), v) of several models ``(h, mu)`` on the training inputs,
-        by one product with the basis: it is read once for all of them, not once per model."""
+    def predict_train_many(self, duals: list[tuple], U: np.ndarray | None = None) -> np.ndarray:
+        """Predictions (n, len(duals), v) of several models ``(h, mu)`` on the training inputs
+        (or on the rows ``U`` of the basis), by one product with the basis: it is read once
+        for all of them, not once per model."""
+        U = self.U if U is None else U
         H = np.stack([self.ev[:, None] * h for h, _ in duals], axis=1)          # (r, c, v)
-        P = (self.U @ H.reshape(len(self.ev), -1)).reshape(len(self.U), len(duals), -1)
+        P = (U @ H.reshape(len(self.ev), -1)).reshape(len(U), len(duals), -1)
         return P + np.stack([mu for _, mu in duals])[None]
 
     def weights(self, h):

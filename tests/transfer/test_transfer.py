@@ -105,3 +105,11 @@ def test_transferred_model_round_trips_through_the_store(store):
     assert (np.array(loaded.predict(X)) == truth.to_numpy()).mean() > 0.85
     with pytest.raises(ValueError, match="cannot also be a source"):
         tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=["dev0", "dev1"], target="dev0")
+
+
+def test_cv_dfs_scores_on_all_rows_up_to_its_limit_then_on_a_fixed_sample():
+    from nitro.transfer.cvdfs import score_rows
+    np.testing.assert_array_equal(score_rows(50, limit=100), np.arange(50))
+    rows = score_rows(1000, limit=100, seed=1)
+    assert len(rows) == 100 and len(np.unique(rows)) == 100 and rows.max() < 1000 and np.all(np.diff(rows) > 0)
+    np.testing.assert_array_equal(rows, score_rows(1000, limit=100, seed=1))
