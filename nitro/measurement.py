@@ -212,19 +212,20 @@ def time_interleaved(fns: Sequence[Callable], args: tuple, policy: TimingPolicy)
 
 
 def retime_undecided(variants: Mapping[str, Callable], args: tuple, samples: dict[str, list[float]],
-                     policy: TimingPolicy, tally: Tally) -> tuple[Verdict, dict[str, str]]:
+                     policy: TimingPolicy, tally: Tally, cap: int | None = None) -> tuple[Verdict, dict[str, str]]:
     """Judge the samples (:func:`nitro.noise.judge`) and, while the input is undecided, time
     its contenders (the best and the variants not separated from it) in more interleaved
-    rounds, doubling their rounds up to ``policy.round_cap``; returns the last verdict and the
-    variants that raised meanwhile."""
+    rounds, doubling their rounds up to ``cap`` (``policy.round_cap``); returns the last
+    verdict and the variants that raised meanwhile."""
     failed: dict[str, str] = {}
+    cap = policy.round_cap if cap is None else cap
     verdict = judge(samples, policy.tie)
     while verdict.status == "undecided":
-        batch = [v for v in verdict.contenders if len(samples[v]) < policy.round_cap]
+        batch = [v for v in verdict.contenders if len(samples[v]) < cap]
         if len(batch) < 2 or verdict.best not in batch:   # the best has had its rounds: as sure as it gets
             break
         have = min(len(samples[v]) for v in batch)
-        more = min(max(policy.min_repeats, have), policy.round_cap - max(len(samples[v]) for v in batch))
+        more = min(max(policy.min_repeats, have), cap - max(len(samples[v]) for v in batch))
         if more <= 0:
             break
         failed.update(run_rounds({v: variants[v] for v in batch}, args, samples, policy, tally, rounds=more))
@@ -241,7 +242,8 @@ def measure_input(variants: Mapping[str, Callable], names: Sequence[str], args: 
     checked against ``reference`` (without one, the first variant that succeeds gives it).
     Then every variant that passed is timed in interleaved rounds (:func:`run_rounds`) — or,
     with ``early_stopping``, one after the other, raced, until Vuduc's rule says the rest can
-    be skipped — and the undecided contenders are re-timed (:func:`retime_undecided`). The
+    be skipped — and the undecided contenders are re-timed (:func:`retime_undecided`; up to
+    ``max_repeats`` rounds in all with early stopping, which trades certainty for calls). The
     time of a variant is its fastest sample: interference only adds time."""
     from .search import SKIPPED
     tally = tally or Tally()
@@ -272,7 +274,9 @@ def measure_input(variants: Mapping[str, Callable], names: Sequence[str], args: 
             failed.update(run_rounds({name: variants[name]}, args, samples, policy, tally, bound=bound))
     if early_stopping is None:
         failed.update(run_rounds({v: variants[v] for v in samples}, args, samples, policy, tally))
-    verdict, raised = retime_undecided(variants, args, samples, policy, tally)
+    # early stopping spends fewer calls for a little certainty: its contenders get max_repeats rounds at most
+    cap = policy.max_repeats if early_stopping is not None else None
+    verdict, raised = retime_undecided(variants, args, samples, policy, tally, cap)
     failed.update(raised)
     times = {v: (min(samples[v]) if samples.get(v) else None) for v in names}
     return times, failed, verdict

@@ -123,7 +123,7 @@ def advice(report: Mapping) -> str:
         return what + "; few enough to learn around (their labels are near ties)"
     return (what + ". The machine was too noisy for these gaps: tune again when other programs are not "
             "running (check `uptime`), or on a dedicated or pinned core, or give undecided inputs more rounds "
-            "(TimingPolicy(max_rounds=...)); `Autotuner.measure(remeasure=True)` measures them again")
+            "(TimingPolicy(max_rounds=...)); tune(..., remeasure=True) measures recorded inputs again")
 
 
 def format_report(report: Mapping) -> str:

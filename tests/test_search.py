@@ -100,3 +100,19 @@ def test_active_learning_stops_once_two_new_batches_were_chosen_well_and_changed
     tuner.set_training_args(list(range(1, 31)))
     rows = tuner.measure_actively(cv, budget=30)
     assert len(rows) == 8 + 2 * 4 and all(r.best == "fast" for r in rows)
+
+
+def test_early_stopping_retimes_undecided_contenders_only_up_to_max_repeats():
+    calls = {"n": 0}
+
+    def drifting(x):              # faster call after call: its samples never settle
+        calls["n"] += 1
+        time.sleep(0.002 + 0.05 / calls["n"])
+        return x
+
+    variants = {"steady": sleeper(0.012), "drifting": drifting}
+    policy = TimingPolicy(min_repeats=2, max_repeats=4, target_seconds=0.0, isolate=False, max_rounds=16)
+    verdict = {}
+    measure_variants(variants, (1,), policy=policy, reference_variant="steady",
+                     early_stopping=EarlyStopping(min_variants=3, race=10.0), verdict=verdict)
+    assert verdict["status"] == "undecided" and verdict["rounds"] == 4   # exhaustive would go on to 16
