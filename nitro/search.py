@@ -6,8 +6,8 @@ variants, rescale the observed speeds so that the best is 1 and estimate, from t
 distribution, the probability that ``t`` variants drawn without replacement would all be more
 than ``epsilon`` slower than the best; stop when it is below ``alpha``. A raced variant stops
 repeating as soon as the fastest of its first ``min_repeats`` (or more) samples is more than
-``race`` slower than the best median so far: it cannot be the best, and its recorded time is
-the median of the samples it got.
+``race`` slower than the best time so far: it cannot be the best, and its recorded time is
+the fastest of the samples it got (:mod:`nitro.measurement`).
 Variants are tried most often best first; every variant that has ever been best is always
 measured, and the first inputs are measured in full (:meth:`EarlyStopping.for_input`).
 Skipped variants are recorded with time ``None`` and the reason "skipped by early stopping":
