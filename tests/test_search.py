@@ -111,7 +111,7 @@ def test_early_stopping_retimes_undecided_contenders_only_up_to_max_repeats():
         return x
 
     variants = {"steady": sleeper(0.012), "drifting": drifting}
-    policy = TimingPolicy(min_repeats=2, max_repeats=4, target_seconds=0.0, isolate=False, max_rounds=16)
+    policy = TimingPolicy(min_repeats=4, max_repeats=4, target_seconds=0.0, isolate=False, max_rounds=16)
     verdict = {}
     measure_variants(variants, (1,), policy=policy, reference_variant="steady",
                      early_stopping=EarlyStopping(min_variants=3, race=10.0), verdict=verdict)
