@@ -95,7 +95,7 @@ def test_active_learning_stops_once_two_new_batches_were_chosen_well_and_changed
     """'fast' always wins: after the spread-out first quarter (8 of 30) the model chooses right on
     the next two batches of 4, measured after it chose, and learning them changes none of its
     choices, so the rest of the budget is not spent."""
-    cv = code_variant("plateau", {"fast": sleeper(1e-3), "slow": sleeper(3e-3)}, {"x": lambda x: float(x)})
+    cv = code_variant("plateau", {"fast": sleeper(1e-3), "slow": sleeper(1e-2)}, {"x": lambda x: float(x)})
     tuner = autotuner("plateau", policy=TimingPolicy(min_repeats=1, max_repeats=2, target_seconds=0.0), progress=False)
     tuner.set_training_args(list(range(1, 31)))
     rows = tuner.measure_actively(cv, budget=30)
