@@ -105,9 +105,9 @@ def test_active_learning_stops_once_two_new_batches_were_chosen_well_and_changed
 def test_early_stopping_retimes_undecided_contenders_only_up_to_max_repeats():
     calls = {"n": 0}
 
-    def drifting(x):              # faster call after call: its samples never settle
-        calls["n"] += 1
-        time.sleep(0.002 + 0.05 / calls["n"])
+    def drifting(x):              # one fast call in four: any 4 calls in a row have halves that disagree
+        calls["n"] += 1          # (6 ms against 18 ms), more than its gap to steady's 12 ms
+        time.sleep(0.006 if calls["n"] % 4 == 0 else 0.018)
         return x
 
     variants = {"steady": sleeper(0.012), "drifting": drifting}
