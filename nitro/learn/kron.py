@@ -115,10 +115,8 @@ class KronKRRGrid:
         W = np.einsum("imc,mj->ijc", Z, V) / (self.ev[:, None, None] * sig[None, :, None] + lam)
         return np.einsum("ijc,j->ic", W, V.T @ kd), mu
 
-    def predict_train(self, h, mu, rows: np.ndarray | None = None):
-        """Predictions on the training inputs (or on the training rows ``rows``)."""
-        U = self.U if rows is None else self.U[rows]
-        return U @ (self.ev[:, None] * h) + mu
+    def predict_train(self, h, mu):
+        return self.U @ (self.ev[:, None] * h) + mu
 
     def predict_train_many(self, duals: list[tuple], U: np.ndarray | None = None) -> np.ndarray:
         """Predictions (n, len(duals), v) of several models ``(h, mu)`` on the training inputs
