@@ -19,7 +19,7 @@ from ..model import SelectorModel
 from ..tuner import Autotuner
 
 
-def _median_call_seconds(fn, args_list, calls: int) -> float:
+def median_call_seconds(fn, args_list, calls: int) -> float:
     """Median over batches of the mean time per call (batches amortise the timer)."""
     batch = 100
     samples = []
@@ -77,8 +77,8 @@ def bench_rbf(calls: int = 3000, cases=RBF_CASES) -> list[dict]:
         X = np.abs(np.random.default_rng(1).normal(size=(2000, d)) * 2)
         rows = [(list(map(float, x)),) for x in X[:100]]
         fast = model.compiled()
-        t_compiled = _median_call_seconds(fast.predict_one, rows, calls)
-        t_numpy = _median_call_seconds(model.predict_index, [(x[None, :],) for x in X[:100]], max(calls // 10, 300))
+        t_compiled = median_call_seconds(fast.predict_one, rows, calls)
+        t_numpy = median_call_seconds(model.predict_index, [(x[None, :],) for x in X[:100]], max(calls // 10, 300))
         out.append({"kind": kind, "centres": n, "features": d, "compiled_us": t_compiled * 1e6,
                     "numpy_us": t_numpy * 1e6, "ratio": t_compiled / t_numpy,
                     "identical_choices": bool((fast.predict_batch(X) == model.predict_index(X)).all())})
@@ -105,10 +105,10 @@ def bench_dispatch(calls: int = 20000, n_train: int = 24, n_test: int = 24) -> d
         shipped = histogram.make_code_variant("histogram-bench")
         shipped.use_bundle(path, device="here")
     same_bundle = all(shipped.select(img) == hist.select(img) for img in test)
-    t_bundle = _median_call_seconds(shipped.select, [(img,) for img in test], calls)
+    t_bundle = median_call_seconds(shipped.select, [(img,) for img in test], calls)
     reference = est.pipeline_.predict if est.pipeline_ is not None else est.predict
-    t_nitro = _median_call_seconds(hist.select, [(img,) for img in test], calls)
-    t_sklearn = _median_call_seconds(reference, [(f,) for f in feats], max(calls // 10, 1000))
+    t_nitro = median_call_seconds(hist.select, [(img,) for img in test], calls)
+    t_sklearn = median_call_seconds(reference, [(f,) for f in feats], max(calls // 10, 1000))
     return {
         "machine": f"{platform.node()} {platform.processor() or platform.machine()}",
         "nitro_dispatch_us": t_nitro * 1e6,

@@ -34,16 +34,9 @@ GOALS = {"tune_from_source_100k_s": 120.0, "tune_from_source_100k_gb": 4.0, "tun
 
 
 def _dispatch_us(model, X: np.ndarray, calls: int = 2000) -> float:
-    """Median time per call of the compiled model on single rows of ``X``."""
-    compiled = model.compiled()
-    rows = [list(map(float, x)) for x in X[:100]]
-    samples = []
-    for b in range(max(1, calls // len(rows))):
-        start = time.perf_counter()
-        for r in rows:
-            compiled.predict_one(r)
-        samples.append((time.perf_counter() - start) / len(rows))
-    return float(np.median(samples)) * 1e6
+    """Time per call of the compiled model on single rows of ``X``, as ``nitro bench dispatch`` times it."""
+    from .dispatch import median_call_seconds
+    return median_call_seconds(model.compiled().predict_one, [([float(v) for v in x],) for x in X[:100]], calls) * 1e6
 
 
 def _model_figures(model, X: np.ndarray) -> dict:
