@@ -79,21 +79,23 @@ def test_all_variants_failing_is_an_error():
 
 
 def test_tune_reports_inputs_too_noisy_to_decide_and_warns():
-    """Every input of 'drifting' gets faster call after call, so the halves of its samples never
-    agree, while 'steady' is within that drift of it: no input can be decided, and tune() says so."""
+    """Both variants get slower call after call (1 ms per call of an input), so the fastest
+    samples of the two halves of each variant's samples disagree more with every round, while the
+    two stay within 0.2 ms of each other: no input can be decided however many rounds, whatever
+    the warm-up calls or a preempted sample, and tune() says so. (A drift that settles, such as
+    getting faster towards a floor, is decided in the end.)"""
     from nitro.noise import NoisyMachineWarning
 
     calls = {}
 
-    def drifting(x):        # counts its calls per input: measured in-process or in a worker alike
-        calls[x] = calls.get(x, 0) + 1
-        time.sleep(0.002 + 0.05 / calls[x])
-        return x
+    def slowing(name, base):
+        def fn(x):          # counts its calls per input: measured in-process or in a worker alike
+            calls[name, x] = calls.get((name, x), 0) + 1
+            time.sleep(base + 0.001 * calls[name, x])
+            return x
+        return fn
 
-    def steady(x):
-        time.sleep(0.008)
-        return x
-    cv = code_variant("drift", {"steady": steady, "drifting": drifting}, {"x": lambda x: float(x)})
+    cv = code_variant("drift", {"a": slowing("a", 0.004), "b": slowing("b", 0.0042)}, {"x": lambda x: float(x)})
     tuner = autotuner("drift", progress=False,
                       policy=TimingPolicy(min_repeats=4, max_repeats=4, target_seconds=0.0, max_rounds=8))
     tuner.set_training_args([1, 2, 3, 4])
