@@ -11,7 +11,9 @@ a laptop or CI runner.
 Reported per draw: the % of the optimum of both tuned selectors and of every fixed variant, the
 variant calls each tuning made, each tuning's timing report (:func:`nitro.noise.summarize`), and
 the agreement of the two label sets on the training inputs where the best variant (on the times
-measured without the load) leads by more than ``LEAD``."""
+measured without the load) leads by more than ``LEAD``; and both label sets against a longer
+quiet timing of the training inputs (``REFERENCE_POLICY``), which tells labels moved by the load
+from labels that the quiet machine's own noise leaves uncertain."""
 from __future__ import annotations
 
 import os
@@ -24,11 +26,14 @@ import time
 import numpy as np
 
 from ..benchmarks import histogram
+from ..measurement import TimingPolicy
 from ..metrics import fraction_of_optimum
 from ..tuner import Autotuner
 from .quality import choices, test_times
 
 LEAD = 0.05
+# the reference timing of the training inputs: three times the default rounds, quiet
+REFERENCE_POLICY = TimingPolicy(min_repeats=9, max_repeats=45, target_seconds=0.15)
 _BUSY = "import time\nend = time.monotonic() + {limit}\nwhile time.monotonic() < end:\n    pass\n"
 
 
@@ -75,16 +80,22 @@ def _tune(train, ids) -> tuple:
     return cv, tuner, time.perf_counter() - start, tuner.training_rows[cv.name]
 
 
-def label_agreement(quiet_times: np.ndarray, loaded_times: np.ndarray, lead: float = LEAD) -> dict:
-    """Share of the inputs whose best variant on ``quiet_times`` leads the runner-up by more
-    than ``lead`` and is also the best on ``loaded_times`` (inputs × variants, NaN = failed)."""
-    q = np.where(np.isfinite(quiet_times), quiet_times, np.inf)
-    ordered = np.sort(q, axis=1)
+def label_agreement(quiet_times: np.ndarray, loaded_times: np.ndarray, lead: float = LEAD,
+                    clear_by: np.ndarray | None = None) -> dict:
+    """Share of the inputs whose best variant on ``clear_by`` (default ``quiet_times``) leads
+    the runner-up by more than ``lead`` and whose best variants on ``quiet_times`` and
+    ``loaded_times`` are the same (inputs × variants, NaN = failed)."""
+    q = _finite(quiet_times)
+    ordered = np.sort(q if clear_by is None else _finite(clear_by), axis=1)
     clear = ordered[:, 1] > (1 + lead) * ordered[:, 0]
-    same = np.argmin(q, axis=1) == np.argmin(np.where(np.isfinite(loaded_times), loaded_times, np.inf), axis=1)
+    same = np.argmin(q, axis=1) == np.argmin(_finite(loaded_times), axis=1)
     n = int(clear.sum())
     return {"n_inputs": n, "agree": int((same & clear).sum()),
             "share": float((same & clear).sum() / n) if n else None}
+
+
+def _finite(times: np.ndarray) -> np.ndarray:
+    return np.where(np.isfinite(times), times, np.inf)
 
 
 def _side(cv, tuner, seconds, times, test) -> dict:
@@ -99,6 +110,7 @@ def _one_draw(n_train: int, n_test: int, seed: int, cores: list[int] | None) -> 
     with CPULoad(cores) as load:
         loaded_cv, loaded_tuner, loaded_s, loaded_rows = _tune(train, train_ids)
     times = test_times(quiet_cv, test)
+    reference = test_times(quiet_cv, train, REFERENCE_POLICY)
     names = quiet_cv.variant_names
     ok = np.isfinite(times).any(axis=1)
     times, test = times[ok], [t for t, k in zip(test, ok) if k]
@@ -109,7 +121,27 @@ def _one_draw(n_train: int, n_test: int, seed: int, cores: list[int] | None) -> 
             "loaded": _side(loaded_cv, loaded_tuner, loaded_s, times, test),
             "fixed_percent_of_optimum": fixed, "best_fixed_variant": max(fixed, key=fixed.get),
             "best_fixed_percent": max(fixed.values()),
-            "label_agreement": label_agreement(matrix(quiet_rows), matrix(loaded_rows))}
+            "label_agreement": label_agreement(matrix(quiet_rows), matrix(loaded_rows)),
+            "reference": _against_reference(matrix(quiet_rows), matrix(loaded_rows), reference, names)}
+
+
+def _against_reference(quiet: np.ndarray, loaded: np.ndarray, reference: np.ndarray, names) -> dict:
+    """Both label sets against a longer quiet timing of the training inputs taken after the
+    loaded tuning: their agreement where the reference (not the quiet tuning's own times) sees
+    a lead above ``LEAD``, how often each is the reference's best there, and the inputs where
+    they disagree (best variants and the reference's lead), to tell load from quiet noise."""
+    ref = _finite(reference)
+    best = np.argmin(ref, axis=1)
+    ordered = np.sort(ref, axis=1)
+    lead = ordered[:, 1] / ordered[:, 0] - 1.0
+    clear = lead > LEAD
+    q, lo = np.argmin(_finite(quiet), axis=1), np.argmin(_finite(loaded), axis=1)
+    n = int(clear.sum())
+    share = lambda hit: float((hit & clear).sum() / n) if n else None
+    return {"n_inputs": n, "labels_agree": label_agreement(quiet, loaded, clear_by=reference)["share"],
+            "quiet_right": share(q == best), "loaded_right": share(lo == best),
+            "disagreements": [{"quiet": names[a], "loaded": names[b], "reference": names[c], "lead": float(d)}
+                              for a, b, c, d, k in zip(q, lo, best, lead, clear) if k and a != b]}
 
 
 def bench_noise(n_train: int = 48, n_test: int = 48, seed: int = 0, repeats: int = 3,
@@ -122,6 +154,9 @@ def bench_noise(n_train: int = 48, n_test: int = 48, seed: int = 0, repeats: int
     runs = [_one_draw(n_train, n_test, s, cores) for s in range(seed, seed + repeats)]
     loaded_ok = [r["loaded"]["percent_of_optimum"] >= 95.0 and
                  r["loaded"]["percent_of_optimum"] >= r["best_fixed_percent"] for r in runs]
+    ref_clear = sum(r["reference"]["n_inputs"] for r in runs)
+    pooled = lambda key: (sum((r["reference"][key] or 0) * r["reference"]["n_inputs"] for r in runs) / ref_clear
+                          if ref_clear else None)
     agree = sum(r["label_agreement"]["agree"] for r in runs)
     clear = sum(r["label_agreement"]["n_inputs"] for r in runs)
     return {
@@ -130,6 +165,8 @@ def bench_noise(n_train: int = 48, n_test: int = 48, seed: int = 0, repeats: int
         "n_train": n_train, "n_test": n_test, "repeats": repeats, "lead": LEAD, "runs": runs,
         "loaded_draws_at_95_and_not_below_best_fixed": sum(loaded_ok),
         "label_agreement": agree / clear if clear else None,
+        "reference": {"n_inputs": ref_clear, "labels_agree": pooled("labels_agree"),
+                      "quiet_right": pooled("quiet_right"), "loaded_right": pooled("loaded_right")},
         "calls_ratio_loaded_to_quiet": sum(r["loaded"]["variant_calls"] for r in runs) /
         sum(r["quiet"]["variant_calls"] for r in runs),
     }
@@ -152,4 +189,8 @@ def format_noise(r: dict) -> str:
     lines.append(f"loaded draws at >= 95% and not below the best fixed variant: "
                  f"{r['loaded_draws_at_95_and_not_below_best_fixed']} of {r['repeats']}; labels agree where the "
                  f"best leads by > {100 * r['lead']:.0f}%: " + ("n/a" if share is None else f"{100 * share:.1f}%"))
+    ref, pct = r["reference"], lambda x: "n/a" if x is None else f"{100 * x:.1f}%"
+    lines.append(f"against a longer quiet timing of the training inputs ({ref['n_inputs']} inputs whose best leads by "
+                 f"> {100 * r['lead']:.0f}% there): labels agree {pct(ref['labels_agree'])}; quiet labels right "
+                 f"{pct(ref['quiet_right'])}, loaded labels right {pct(ref['loaded_right'])}")
     return "\n".join(lines)

@@ -44,3 +44,10 @@ def test_label_agreement_counts_only_inputs_with_a_clear_leader():
     loaded = np.array([[1.1, 2.5, 3.0], [1.5, 1.0, 3.0], [np.nan, 2.0, 1.5], [2.0, 2.5, np.nan]])
     assert label_agreement(quiet, loaded) == {"n_inputs": 3, "agree": 2, "share": pytest.approx(2 / 3)}
     assert label_agreement(quiet[1:2], loaded[1:2])["share"] is None
+
+
+def test_label_agreement_can_take_the_clear_inputs_from_a_reference_timing():
+    quiet = np.array([[1.0, 1.02], [1.0, 2.0]])
+    loaded = np.array([[2.0, 1.0], [1.0, 2.0]])
+    reference = np.array([[1.0, 1.5], [1.0, 1.01]])   # the first input is the clear one here
+    assert label_agreement(quiet, loaded, clear_by=reference) == {"n_inputs": 1, "agree": 0, "share": 0.0}
