@@ -2,10 +2,11 @@
 
 Policy (``TimingPolicy``): each variant runs ``warmup`` times untimed (the first of those
 runs also produces the output that is checked). The variants that passed are then timed in
-interleaved rounds (every variant once per round, forwards then backwards), until there are
-``min_repeats`` rounds and either ``max_repeats`` rounds or ``target_seconds`` of timed work
-per variant: a slow period (another program, a lost scheduler slice) hits all of them, not
-the one timed during it. The recorded time is the fastest sample: interference only adds
+interleaved rounds (every variant once per round, forwards then backwards), each variant until
+it has ``min_repeats`` samples and either ``max_repeats`` samples or ``target_seconds`` of its
+own timed work, after which the rounds go on without it: a slow period (another program, a
+lost scheduler slice) hits all the variants still timed, not the one timed during it, and a
+slow variant costs no more calls than when each variant was timed alone. The recorded time is the fastest sample: interference only adds
 time, and one preempted sample cannot move the minimum. When the samples cannot tell the best
 variant from a runner-up (:mod:`nitro.noise`: the gap is within the spread of repeated
 timings), those variants alone get more rounds, doubling up to ``max_rounds``; a gap below
@@ -167,23 +168,25 @@ def run_rounds(fns: Mapping[str, Callable], args: tuple, samples: dict[str, list
     """Time ``fns`` in interleaved rounds — every function once per round, forwards then
     backwards (a, b, b, a, ...) — appending to ``samples``. A slow period then hits all of
     them alike instead of the one that happened to be timed during it. ``rounds`` more
-    rounds; by default until ``min_repeats`` rounds and either ``max_repeats`` rounds or
-    ``target_seconds`` of timed work per function. With a race ``bound`` (one function:
-    Vuduc's racing) the rounds stop once its fastest of at least ``min_repeats`` samples
-    exceeds it. A function that raises is dropped; returns ``{name: reason}`` for those."""
+    rounds of every function; by default each function until it has ``min_repeats`` samples
+    and either ``max_repeats`` samples or ``target_seconds`` of its own timed work (the
+    others go on without it). With a race ``bound`` (one function: Vuduc's racing) the rounds
+    stop once its fastest of at least ``min_repeats`` samples exceeds it. A function that
+    raises is dropped; returns ``{name: reason}`` for those."""
     names = list(fns)
     failed: dict[str, str] = {}
-    done, spent = 0, 0.0
+    spent = dict.fromkeys(names, 0.0)
+    done = 0
     while names:
         if rounds is not None and done >= rounds:
             break
         if rounds is None:
-            have = len(samples[names[0]])
-            if have >= policy.max_repeats or (have >= policy.min_repeats and spent >= policy.target_seconds * len(names)):
+            names = [n for n in names if not _enough(samples[n], spent[n], policy)]
+            if not names:
                 break
-            if bound is not None and have >= policy.min_repeats and min(samples[names[0]]) > bound:
+            if bound is not None and len(samples[names[0]]) >= policy.min_repeats and min(samples[names[0]]) > bound:
                 break
-        turn = names if len(samples[names[0]]) % 2 == 0 else names[::-1]
+        turn = names if done % 2 == 0 else names[::-1]
         for name in turn:
             try:
                 elapsed, _ = tally.run(name, fns[name], args)
@@ -191,13 +194,19 @@ def run_rounds(fns: Mapping[str, Callable], args: tuple, samples: dict[str, list
                 failed[name] = f"raised {type(exc).__name__}: {exc}"
                 continue
             samples[name].append(elapsed)
-            spent += elapsed
+            spent[name] += elapsed
         for name in failed:
             if name in names:
                 names.remove(name)
                 samples.pop(name, None)
         done += 1
     return failed
+
+
+def _enough(samples: Sequence[float], spent: float, policy: TimingPolicy) -> bool:
+    """Whether a variant has the samples the policy asks of it in its first rounds."""
+    have = len(samples)
+    return have >= policy.max_repeats or (have >= policy.min_repeats and spent >= policy.target_seconds)
 
 
 def time_interleaved(fns: Sequence[Callable], args: tuple, policy: TimingPolicy) -> list[float]:

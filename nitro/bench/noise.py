@@ -9,8 +9,9 @@ core, so the load takes scheduler slices from one of their threads, as a second 
 a laptop or CI runner.
 
 Reported per draw: the % of the optimum of both tuned selectors and of every fixed variant, the
-variant calls each tuning made, each tuning's timing report (:func:`nitro.noise.summarize`), and
-the agreement of the two label sets on the training inputs where the best variant (on the times
+variant calls each tuning made (and those of a third, quiet tuning that re-times nothing: the
+cost of measuring as before re-timing existed), each tuning's timing report
+(:func:`nitro.noise.summarize`), and the agreement of the two label sets on the training inputs where the best variant (on the times
 measured without the load) leads by more than ``LEAD``; and both label sets against a longer
 quiet timing of the training inputs (``REFERENCE_POLICY``), which tells labels moved by the load
 from labels that the quiet machine's own noise leaves uncertain."""
@@ -32,6 +33,9 @@ from ..tuner import Autotuner
 from .quality import choices, test_times
 
 LEAD = 0.05
+# the cost reference: the default policy without re-timing undecided inputs, which times each
+# variant as the tuner did before it re-timed anything
+NO_RETIMING = TimingPolicy(max_rounds=TimingPolicy().max_repeats)
 # the reference timing of the training inputs: three times the default rounds, quiet
 REFERENCE_POLICY = TimingPolicy(min_repeats=9, max_repeats=45, target_seconds=0.15)
 _BUSY = "import time\nend = time.monotonic() + {limit}\nwhile time.monotonic() < end:\n    pass\n"
@@ -71,9 +75,9 @@ class CPULoad:
         return False
 
 
-def _tune(train, ids) -> tuple:
+def _tune(train, ids, policy: TimingPolicy | None = None) -> tuple:
     cv = histogram.make_code_variant()
-    tuner = Autotuner(cv.name, progress=False)
+    tuner = Autotuner(cv.name, progress=False, policy=policy)
     tuner.set_training_args(train, ids=ids)
     start = time.perf_counter()
     tuner.tune([cv])
@@ -107,6 +111,7 @@ def _side(cv, tuner, seconds, times, test) -> dict:
 def _one_draw(n_train: int, n_test: int, seed: int, cores: list[int] | None) -> dict:
     (train, train_ids), (test, _) = histogram.train_test_inputs(n_train, n_test, seed)
     quiet_cv, quiet_tuner, quiet_s, quiet_rows = _tune(train, train_ids)
+    plain = _tune(train, train_ids, NO_RETIMING)[1].counts["calls"]
     with CPULoad(cores) as load:
         loaded_cv, loaded_tuner, loaded_s, loaded_rows = _tune(train, train_ids)
     times = test_times(quiet_cv, test)
@@ -119,6 +124,7 @@ def _one_draw(n_train: int, n_test: int, seed: int, cores: list[int] | None) -> 
     return {"seed": seed, "n_test": len(test), "load_cores": load.cores,
             "quiet": _side(quiet_cv, quiet_tuner, quiet_s, times, test),
             "loaded": _side(loaded_cv, loaded_tuner, loaded_s, times, test),
+            "calls_without_retiming": plain,
             "fixed_percent_of_optimum": fixed, "best_fixed_variant": max(fixed, key=fixed.get),
             "best_fixed_percent": max(fixed.values()),
             "label_agreement": label_agreement(matrix(quiet_rows), matrix(loaded_rows)),
@@ -169,6 +175,8 @@ def bench_noise(n_train: int = 48, n_test: int = 48, seed: int = 0, repeats: int
                       "quiet_right": pooled("quiet_right"), "loaded_right": pooled("loaded_right")},
         "calls_ratio_loaded_to_quiet": sum(r["loaded"]["variant_calls"] for r in runs) /
         sum(r["quiet"]["variant_calls"] for r in runs),
+        "quiet_calls_ratio_to_no_retiming": sum(r["quiet"]["variant_calls"] for r in runs) /
+        sum(r["calls_without_retiming"] for r in runs),
     }
 
 
@@ -189,6 +197,8 @@ def format_noise(r: dict) -> str:
     lines.append(f"loaded draws at >= 95% and not below the best fixed variant: "
                  f"{r['loaded_draws_at_95_and_not_below_best_fixed']} of {r['repeats']}; labels agree where the "
                  f"best leads by > {100 * r['lead']:.0f}%: " + ("n/a" if share is None else f"{100 * share:.1f}%"))
+    lines.append(f"quiet tuning's variant calls against the same tuning without re-timing undecided inputs: "
+                 f"{r['quiet_calls_ratio_to_no_retiming']:.2f}x")
     ref, pct = r["reference"], lambda x: "n/a" if x is None else f"{100 * x:.1f}%"
     lines.append(f"against a longer quiet timing of the training inputs ({ref['n_inputs']} inputs whose best leads by "
                  f"> {100 * r['lead']:.0f}% there): labels agree {pct(ref['labels_agree'])}; quiet labels right "
