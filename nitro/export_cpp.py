@@ -70,7 +70,7 @@ def _model_body(model: SelectorModel) -> tuple[list[str], str, int]:
                   _array("offset", "double", p["offset"]),
                   f"inline constexpr nitro_eval::KernelModel model = {{{d}, {n_c}, {k}, mean, scale, "
                   f"{_literal(p['gamma'], 'double')}, centers_t, weights_t, offset}};"]
-        return arrays, "nitro_eval::kernel_predict(model, x, work)", n_c + k
+        return arrays, "nitro_eval::kernel_predict(model, x, work)", d + n_c + k
     if kind == "svc":
         sv = np.asarray(p["support_vectors"], dtype=np.float64)
         k, w = len(p["n_support"]), d + dev.size

@@ -8,12 +8,13 @@
 // caller gives the scratch memory (`*_work_size` doubles), so no call allocates.
 //
 // The RBF kinds (svc, kernel) are laid out for vectorisation: centres feature-major (one row
-// of all centres per feature), a distance loop over the centres innermost, one exp loop over a
-// buffer, then the read-out as dot products with eight independent partial sums. The exp is
-// this file's own (exp_nonpositive): plain arithmetic the compiler vectorises without
-// -ffast-math, within 1 ulp of std::exp. Define NITRO_EVAL_CLONES before including this file to
-// put a function-multiversioning attribute on those evaluators and the exp (nitro/_selector.cpp
-// builds an AVX2 clone and a baseline one; the arithmetic and its order are the same in both).
+// of all centres per feature). The squared distances are summed 16 centres at a time in
+// registers, features in order; one exp loop then runs over the buffer, 16 values at a time,
+// and the read-out is dot products with eight independent partial sums. The exp is this file's
+// own (exp_nonpositive_one): plain arithmetic the compiler vectorises without -ffast-math,
+// within 1 ulp of std::exp. Define NITRO_EVAL_CLONES before including this file to put a
+// function-multiversioning attribute on those evaluators and loops (nitro/_selector.cpp builds
+// an AVX2 clone and a baseline one; the arithmetic and its order are the same in both).
 #ifndef NITRO_SELECTOR_EVAL_HPP_V1
 #define NITRO_SELECTOR_EVAL_HPP_V1
 
@@ -26,7 +27,7 @@
 #ifndef NITRO_EVAL_CLONES
 #define NITRO_EVAL_CLONES
 #endif
-// GCC if-converts (and so vectorises) the clamps of exp_nonpositive only without trapping
+// GCC if-converts (and so vectorises) the clamp of exp_nonpositive_one only without trapping
 // math; this changes no result (it concerns floating-point exception flags only).
 #if defined(__GNUC__) && !defined(__clang__)
 #define NITRO_EVAL_NO_TRAP __attribute__((optimize("no-trapping-math")))
@@ -36,51 +37,100 @@
 
 namespace nitro_eval {
 
-// exp(v[i]) in place for every v[i] <= 0 (larger values are taken as 0, below -746 the result
-// is 0, as std::exp's). Range reduction x = n·ln2 + r (|r| <= ln2/2, Cody-Waite with fdlibm's
-// split of ln2), the degree-13 Taylor polynomial of exp(r) (truncation error < 2^-57), and the
-// scaling by 2^n in two halves so that subnormal results are rounded once, as std::exp's are.
-NITRO_EVAL_CLONES NITRO_EVAL_NO_TRAP inline void exp_nonpositive(double* v, std::size_t n) {
+// exp(x) for x <= 0 (the RBF kernels' −γ·d²; below −746 the result is 0, as std::exp's), within
+// 1 ulp of std::exp. Range reduction x = n·ln2 + r (|r| <= ln2/2, Cody-Waite with fdlibm's split
+// of ln2), the degree-13 Taylor polynomial of exp(r) (truncation error < 2^-57) with a short
+// dependency chain (so that the values of a block overlap), and the scaling by 2^n in two
+// halves so that subnormal results are rounded once, as std::exp's are.
+NITRO_EVAL_NO_TRAP inline double exp_nonpositive_one(double x) {
   const double log2e = 1.4426950408889634;
   const double ln2_hi = 6.93147180369123816490e-01;
   const double ln2_lo = 1.90821492927058770002e-10;
   const double shifter = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to an integer
-  std::int64_t shifter_bits;
+  x = x < -746.0 ? -746.0 : x;
+  const double t = x * log2e + shifter;
+  const double k = t - shifter;                // round(x / ln2), exactly
+  const double r = (x - k * ln2_hi) - k * ln2_lo;
+  // exp(r) = 1 + (r + r²·S(r)), S(r) = 1/2! + r/3! + … + r^11/13! by Estrin's scheme: S's
+  // rounding errors are scaled down by r² <= 0.121, the two last additions round once each.
+  const double r2 = r * r, r4 = r2 * r2, r8 = r4 * r4;
+  const double s23 = 0.5 + r * 0.16666666666666666;
+  const double s45 = 0.041666666666666664 + r * 0.008333333333333333;
+  const double s67 = 0.001388888888888889 + r * 0.0001984126984126984;
+  const double s89 = 2.48015873015873e-05 + r * 2.7557319223985893e-06;
+  const double s1011 = 2.755731922398589e-07 + r * 2.505210838544172e-08;
+  const double s1213 = 2.08767569878681e-09 + r * 1.6059043836821613e-10;
+  const double q0 = s23 + r2 * s45, q1 = s67 + r2 * s89, q2 = s1011 + r2 * s1213;
+  const double p = 1.0 + (r + r2 * ((q0 + r4 * q1) + r8 * q2));
+  std::int64_t t_bits, shifter_bits;
+  std::memcpy(&t_bits, &t, sizeof t_bits);
   std::memcpy(&shifter_bits, &shifter, sizeof shifter_bits);
-  for (std::size_t i = 0; i < n; ++i) {
-    double x = v[i];
-    x = x < -746.0 ? -746.0 : x;
-    x = x > 0.0 ? 0.0 : x;
-    const double t = x * log2e + shifter;
-    const double k = t - shifter;                // round(x / ln2), exactly
-    const double r = (x - k * ln2_hi) - k * ln2_lo;
-    double p = 1.6059043836821613e-10;
-    p = p * r + 2.08767569878681e-09;
-    p = p * r + 2.505210838544172e-08;
-    p = p * r + 2.755731922398589e-07;
-    p = p * r + 2.7557319223985893e-06;
-    p = p * r + 2.48015873015873e-05;
-    p = p * r + 0.0001984126984126984;
-    p = p * r + 0.001388888888888889;
-    p = p * r + 0.008333333333333333;
-    p = p * r + 0.041666666666666664;
-    p = p * r + 0.16666666666666666;
-    p = p * r + 0.5;
-    p = p * r + 1.0;
-    p = p * r + 1.0;
-    std::int64_t t_bits;
-    std::memcpy(&t_bits, &t, sizeof t_bits);
-    const std::uint64_t m = static_cast<std::uint64_t>(shifter_bits - t_bits);  // -n, 0..1076
-    const std::uint64_t m1 = m >> 1, m2 = m - m1;
-    const std::uint64_t b1 = (1023 - m1) << 52, b2 = (1023 - m2) << 52;
-    double s1, s2;
-    std::memcpy(&s1, &b1, sizeof s1);
-    std::memcpy(&s2, &b2, sizeof s2);
-    v[i] = p * s1 * s2;
+  const std::uint64_t m = static_cast<std::uint64_t>(shifter_bits - t_bits);  // -n, 0..1076
+  const std::uint64_t m1 = m >> 1, m2 = m - m1;
+  const std::uint64_t b1 = (1023 - m1) << 52, b2 = (1023 - m2) << 52;
+  double s1, s2;
+  std::memcpy(&s1, &b1, sizeof s1);
+  std::memcpy(&s2, &b2, sizeof s2);
+  return p * s1 * s2;
+}
+
+// Centres handled together by the RBF loops: their running sums stay in registers, and as
+// many independent exp chains overlap (four AVX2 vectors of doubles).
+constexpr std::size_t kRbfBlock = 16;
+
+// v[i] = exp(scale·v[i]) for every i, scale·v[i] <= 0 (see exp_nonpositive_one), a block of
+// kRbfBlock values at a time: plain arithmetic the compiler vectorises without -ffast-math.
+NITRO_EVAL_CLONES NITRO_EVAL_NO_TRAP inline void exp_scaled(double scale, double* v, std::size_t n) {
+  const std::size_t blocks = n - n % kRbfBlock;  // the tail's start: see dot
+  for (std::size_t i = 0; i < blocks; i += kRbfBlock)
+    for (std::size_t l = 0; l < kRbfBlock; ++l) v[i + l] = exp_nonpositive_one(scale * v[i + l]);
+  for (std::size_t i = blocks; i < n; ++i) v[i] = exp_nonpositive_one(scale * v[i]);
+}
+
+// d2[c] = Σ_j (z[j] − centres_t[j][c])² for every centre c of the feature-major centres (d rows
+// of n), features summed in order. kRbfBlock centres at a time keep their sums in registers
+// (GCC and Clang: four vectors of four doubles; other compilers: the same arithmetic in a loop).
+NITRO_EVAL_CLONES inline void squared_distances(const double* z, std::size_t d, const double* centres_t,
+                                                std::size_t n, double* d2) {
+  const std::size_t blocks = n - n % kRbfBlock;
+  for (std::size_t c0 = 0; c0 < blocks; c0 += kRbfBlock) {
+#if defined(__GNUC__)
+    typedef double Lanes __attribute__((vector_size(4 * sizeof(double))));
+    Lanes acc[kRbfBlock / 4] = {};
+    for (std::size_t j = 0; j < d; ++j) {
+      const double zj = z[j];
+      const double* row = centres_t + j * n + c0;
+      for (std::size_t q = 0; q < kRbfBlock / 4; ++q) {
+        Lanes t;
+        std::memcpy(&t, row + 4 * q, sizeof t);
+        t = zj - t;
+        acc[q] += t * t;
+      }
+    }
+    std::memcpy(d2 + c0, acc, sizeof acc);
+#else
+    double acc[kRbfBlock] = {};
+    for (std::size_t j = 0; j < d; ++j)
+      for (std::size_t l = 0; l < kRbfBlock; ++l) {
+        const double t = z[j] - centres_t[j * n + c0 + l];
+        acc[l] += t * t;
+      }
+    std::copy(acc, acc + kRbfBlock, d2 + c0);
+#endif
+  }
+  for (std::size_t c = blocks; c < n; ++c) {
+    double s = 0.0;
+    for (std::size_t j = 0; j < d; ++j) {
+      const double t = z[j] - centres_t[j * n + c];
+      s += t * t;
+    }
+    d2[c] = s;
   }
 }
 
-// Σ a[i]·b[i] with eight partial sums (vectorisable without reassociating by the compiler).
+// Σ a[i]·b[i] with eight partial sums (vectorisable without reassociating by the compiler). The
+// tail starts at n − n % 8, not at the main loop's exit value: with constant sizes (exported
+// headers at -O3) GCC cannot bound a tail that starts there, and warns.
 inline double dot(const double* a, const double* b, std::size_t n) {
   double acc[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
   const std::size_t n8 = n - n % 8;
@@ -89,14 +139,6 @@ inline double dot(const double* a, const double* b, std::size_t n) {
   double tail = 0.0;
   for (std::size_t i = n8; i < n; ++i) tail += a[i] * b[i];
   return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
-}
-
-// d2[c] += (z - row[c])^2 for every centre c (one feature's row of the feature-major centres).
-inline void add_squared_distance(double z, const double* row, double* d2, std::size_t n) {
-  for (std::size_t c = 0; c < n; ++c) {
-    const double t = z - row[c];
-    d2[c] += t * t;
-  }
 }
 
 // Index of the first largest (or smallest) of v[0..n), as NumPy's argmax/argmin.
@@ -131,20 +173,20 @@ struct KernelModel {
   const double* offset;     // n_variants
 };
 
-inline std::size_t kernel_work_size(const KernelModel& m) { return m.n_centers; }
+inline std::size_t kernel_work_size(const KernelModel& m) { return m.n_inputs + m.n_centers; }
 
 NITRO_EVAL_CLONES inline void kernel_scores(const KernelModel& m, const double* in, double* score, double* work) {
   const std::size_t nc = m.n_centers;
-  std::fill(work, work + nc, 0.0);
+  double* z = work;
+  double* kv = work + m.n_inputs;
   for (std::size_t j = 0; j < m.n_inputs; ++j) {
     const double v = in[j];
     const double s = (v > 0) - (v < 0);
-    const double z = (s * std::log1p(std::fabs(v)) - m.mean[j]) / m.scale[j];
-    add_squared_distance(z, m.centers_t + j * nc, work, nc);
+    z[j] = (s * std::log1p(std::fabs(v)) - m.mean[j]) / m.scale[j];
   }
-  for (std::size_t c = 0; c < nc; ++c) work[c] *= -m.gamma;
-  exp_nonpositive(work, nc);
-  for (std::size_t v = 0; v < m.n_variants; ++v) score[v] = m.offset[v] + dot(work, m.weights_t + v * nc, nc);
+  squared_distances(z, m.n_inputs, m.centers_t, nc, kv);
+  exp_scaled(-m.gamma, kv, nc);
+  for (std::size_t v = 0; v < m.n_variants; ++v) score[v] = m.offset[v] + dot(kv, m.weights_t + v * nc, nc);
 }
 
 // scratch: kernel_work_size(m) + n_variants doubles.
@@ -181,14 +223,12 @@ NITRO_EVAL_CLONES inline int svc_predict(const SvcModel& m, const double* in, do
   double* kv = work + d;
   double* votes = kv + ns;
   with_device(in, m.n_inputs, m.device, m.n_device, x);
-  std::fill(kv, kv + ns, 0.0);
   for (std::size_t j = 0; j < d; ++j) {
-    double v = x[j];
-    if (m.log_mask[j]) v = std::log1p(std::max(v, 0.0));
-    add_squared_distance((v - m.mean[j]) / m.scale[j], m.sv_t + j * ns, kv, ns);
+    const double v = m.log_mask[j] ? std::log1p(std::max(x[j], 0.0)) : x[j];
+    x[j] = (v - m.mean[j]) / m.scale[j];
   }
-  for (std::size_t s = 0; s < ns; ++s) kv[s] *= -m.gamma;
-  exp_nonpositive(kv, ns);
+  squared_distances(x, d, m.sv_t, ns, kv);
+  exp_scaled(-m.gamma, kv, ns);
   std::fill(votes, votes + m.n_classes, 0.0);
   std::size_t q = 0;
   for (std::size_t i = 0; i < m.n_classes; ++i)
