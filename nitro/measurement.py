@@ -77,9 +77,9 @@ class TimingPolicy:
         return self.max_rounds if self.max_rounds is not None else 2 * self.max_repeats
 
 
-@dataclass
+@dataclass(slots=True)
 class TrainingRow:
-    """Everything measured for one input on one device."""
+    """Everything measured for one input on one device (slots: a store read holds a million)."""
 
     input_id: str
     features: dict[str, float]
@@ -88,8 +88,12 @@ class TrainingRow:
 
     @property
     def best(self) -> str | None:
-        valid = {v: t for v, t in self.times.items() if t is not None and math.isfinite(t)}
-        return min(valid, key=valid.get) if valid else None
+        """The fastest variant with a finite time (the first listed among equals), or None."""
+        best, fastest = None, math.inf
+        for v, t in self.times.items():
+            if t is not None and -math.inf < t < fastest:
+                best, fastest = v, t
+        return best
 
     def time_vector(self, variants: Sequence[str]) -> list[float]:
         """Seconds of each of ``variants``, NaN where it failed, was skipped or is unknown."""

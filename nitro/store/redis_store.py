@@ -11,18 +11,12 @@ from redis.exceptions import NoPermissionError, RedisClusterException
 
 from ..measurement import TrainingRow
 from . import keys
+from .rowcodec import decode_rows, encode_rows
 from .connection import StoreError, clean, connect, describe
 
 
-# one encoder for every record (rows are written by the million): finite numbers only
+# one encoder for every record but rows (nitro.store.rowcodec): finite numbers only
 _dumps = json.JSONEncoder(allow_nan=False, separators=(",", ":")).encode
-
-
-def _row_json(row: TrainingRow) -> str:
-    try:
-        return _dumps({**row.to_dict(), "schema": keys.SCHEMA_VERSION})
-    except ValueError as exc:   # NaN or inf: JSON, and the store, hold finite numbers only
-        raise ValueError(f"training row {row.input_id!r} holds a value that is not a finite number: {exc}") from None
 
 
 def _field(raw: bytes, what: str, second) -> tuple:
@@ -39,18 +33,6 @@ def _loads(raw, what: str):
         return json.loads(raw)
     except (TypeError, ValueError) as exc:
         raise StoreError(f"malformed {what} in the store: {exc}") from None
-
-
-def _loads_batch(values: list[bytes]) -> list | None:
-    """Many JSON objects parsed in one call (shared key strings, one C loop), or None when
-    one of them may be malformed (the caller then parses them one by one to name it)."""
-    if not all(v[:1] == b"{" and v[-1:] == b"}" for v in values):
-        return None
-    try:
-        out = json.loads(b"[" + b",".join(values) + b"]")
-    except (TypeError, ValueError):
-        return None
-    return out if len(out) == len(values) else None
 
 
 class Store:
@@ -144,17 +126,18 @@ class Store:
     def put_row(self, computation: str, device_id: str, row: TrainingRow):
         """Insert or atomically replace one input's row (one MULTI/EXEC transaction)."""
         pipe = self.client.pipeline(transaction=True)
-        pipe.hset(keys.rows(computation, device_id), row.input_id, _row_json(row))
+        pipe.hset(keys.rows(computation, device_id), row.input_id, encode_rows([row])[0])
         pipe.sadd(keys.computation_devices(computation), device_id)
         self._call(pipe.execute)
 
     def put_rows(self, computation: str, device_id: str, rows: Iterable[TrainingRow]):
-        """Insert or replace many rows: one transaction per :attr:`BATCH` rows (each row is
-        written whole; after a failure, the rows of the batches acknowledged are stored)."""
-        rows = iter(rows)
+        """Insert or replace many rows: one transaction per :attr:`BATCH` rows, each batch
+        checked whole before it is sent (each row is written whole; after a failure, the rows
+        of the batches acknowledged are stored)."""
+        rows, key = iter(rows), keys.rows(computation, device_id)
         while batch := list(itertools.islice(rows, self.BATCH)):
             pipe = self.client.pipeline(transaction=True)
-            pipe.hset(keys.rows(computation, device_id), mapping={r.input_id: _row_json(r) for r in batch})
+            pipe.hset(key, mapping=dict(zip([r.input_id for r in batch], encode_rows(batch))))
             pipe.sadd(keys.computation_devices(computation), device_id)
             self._call(pipe.execute)
 
@@ -167,36 +150,22 @@ class Store:
             if cursor == 0:
                 return
 
+    def scan_rows(self, computation: str, device_id: str) -> Iterator[list[TrainingRow]]:
+        """The device's training rows, each validated (a StoreError names a bad one), about
+        :attr:`BATCH` at a time in no particular order; memory holds one batch. An input may
+        come twice when rows are written meanwhile (HSCAN's guarantee): the later is as new."""
+        self.meta(computation)
+        where = f"{computation}/{device_id}"
+        for batch in self._scan_rows(computation, device_id):
+            yield decode_rows(where, batch)
+
     def rows(self, computation: str, device_id: str) -> list[TrainingRow]:
         """The device's training rows, each validated (a StoreError names a bad one), in
         input-id order."""
-        self.meta(computation)
-        found = {}      # by the row's own input id (its field, checked): HSCAN may repeat a field
-        for batch in self._scan_rows(computation, device_id):
-            parsed = _loads_batch([v for _, v in batch])
-            for j, (field, value) in enumerate(batch):
-                row = self._row(computation, device_id, field, value if parsed is None else parsed[j])
-                found[row.input_id] = row
+        found = {}      # by input id: HSCAN may repeat a field
+        for batch in self.scan_rows(computation, device_id):
+            found.update((r.input_id, r) for r in batch)
         return [found[i] for i in sorted(found)]   # str order is the UTF-8 fields' byte order
-
-    @staticmethod
-    def _row(computation: str, device_id: str, field: bytes, data) -> TrainingRow:
-        """One stored row, validated: ``data`` parsed, or the raw bytes to parse."""
-        def where():
-            return f"{computation}/{device_id}/{field.decode(errors='replace')}"
-        if isinstance(data, bytes):
-            data = _loads(data, f"training row {where()}")
-        version = data.get("schema", 1) if isinstance(data, dict) else 1
-        if not isinstance(version, int) or version > keys.SCHEMA_VERSION:
-            raise StoreError(f"training row {where()} was written with schema version {version!r}; "
-                             f"this nitro reads up to version {keys.SCHEMA_VERSION}: upgrade nitro")
-        try:
-            row = TrainingRow.from_dict(data)
-        except ValueError as exc:
-            raise StoreError(f"{where()}: {exc}") from None
-        if row.input_id != field.decode(errors="replace"):
-            raise StoreError(f"{where()}: the row is stored under another input's id ({row.input_id!r})")
-        return row
 
     def recorded_inputs(self, computation: str, device_id: str) -> set[str]:
         return {f.decode() for f in self._call(self.client.hkeys, keys.rows(computation, device_id))}
