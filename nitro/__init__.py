@@ -1,10 +1,10 @@
 """nitro: learn which code variant is fastest for an input on a device — including devices
 it has never trained on — and dispatch it at run time.
 
-Importing nitro loads only the run time (code variants, models, bundles: NumPy and the compiled
-evaluator). The tuning side — the store (Redis), the autotuner and its learners (scikit-learn)
-— is imported on first use of its names, so an application that only dispatches starts fast
-and never starts a server.
+Importing nitro loads only the run time (code variants, models and the compiled evaluator; not
+even NumPy, which only batch evaluation and the tuning side use). The tuning side — the store
+(Redis), the autotuner and its learners (scikit-learn) — is imported on first use of its names,
+so an application that only dispatches starts fast and never starts a server.
 """
 from importlib import import_module
 

@@ -3,7 +3,9 @@
 // is nitro/selector_eval.hpp's (shared with the headers of `nitro export-cpp`); each class here
 // only owns the model's arrays in the layout that file wants and reads Python values.
 // predict_one returns -1 for a feature vector it cannot take (wrong length, not a number, not
-// finite), and the Python side then raises the error that names the problem.
+// finite), and the Python side then raises the error that names the problem. The models are
+// built from plain lists (matrices flattened row-major, checked by nitro/model_params.py), so
+// that loading one and dispatching never imports NumPy; only predict_batch takes an array.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -26,6 +28,7 @@ namespace py = pybind11;
 namespace {
 
 using Vec = std::vector<double>;
+using IVec = std::vector<std::int64_t>;
 using Mat = py::array_t<double, py::array::c_style | py::array::forcecast>;
 
 // Reads a Python list/tuple of numbers into out[0..n); false if it is not one of n finite floats.
@@ -51,8 +54,6 @@ bool read_values(py::handle values, std::size_t n, double* out) {
   }
   return true;
 }
-
-Vec to_vec(const Mat& a) { return Vec(a.data(), a.data() + a.size()); }
 
 class Model {
  public:
@@ -130,21 +131,20 @@ class Constant final : public Model {
 // own parameters: support vectors grouped by class (n_support), libsvm's dual_coef layout.
 class Svc final : public Model {
  public:
-  Svc(std::size_t n_in, const Mat& device, const std::vector<bool>& log_mask, const Mat& mean,
-      const Mat& scale, double gamma, const Mat& sv, const std::vector<std::size_t>& n_support, const Mat& dual_coef,
-      const Mat& intercept)
-      : dev_(to_vec(device)), log_(bytes_of(log_mask)), mean_(to_vec(mean)), scale_(to_vec(scale)),
-        coef_(to_vec(dual_coef)), b_(to_vec(intercept)) {
+  Svc(std::size_t n_in, Vec device, const std::vector<bool>& log_mask, Vec mean, Vec scale, double gamma,
+      const Vec& sv, const std::vector<std::size_t>& n_support, Vec dual_coef, Vec intercept)
+      : dev_(std::move(device)), log_(bytes_of(log_mask)), mean_(std::move(mean)), scale_(std::move(scale)),
+        coef_(std::move(dual_coef)), b_(std::move(intercept)) {
     n_inputs = n_in;
     const std::size_t d = n_in + dev_.size(), k = n_support.size();
     const std::size_t n_sv = d ? sv.size() / d : 0;
     start_.assign(1, 0);
     for (std::size_t n : n_support) start_.push_back(start_.back() + n);
-    if (k < 2 || log_.size() != d || mean_.size() != d || scale_.size() != d || static_cast<std::size_t>(sv.size()) != n_sv * d ||
+    if (k < 2 || log_.size() != d || mean_.size() != d || scale_.size() != d || sv.size() != n_sv * d ||
         start_.back() != n_sv || coef_.size() != (k - 1) * n_sv || b_.size() != k * (k - 1) / 2)
       throw std::invalid_argument("Svc: inconsistent parameter shapes");
     if (!(gamma >= 0)) throw std::invalid_argument("Svc: gamma must be >= 0");
-    sv_t_ = transposed(to_vec(sv), n_sv, d);
+    sv_t_ = transposed(sv, n_sv, d);
     m_ = {n_in, dev_.size(), dev_.data(), log_.data(), mean_.data(), scale_.data(), gamma, n_sv, sv_t_.data(),
           k, start_.data(), coef_.data(), b_.data()};
   }
@@ -165,17 +165,16 @@ class Svc final : public Model {
 // signed log, standardise, RBF against the centres, linear read-out, argmax.
 class Kernel final : public Model {
  public:
-  Kernel(const Mat& mean, const Mat& scale, double gamma, const Mat& centers, const Mat& weights, const Mat& offset)
-      : mean_(to_vec(mean)), scale_(to_vec(scale)), b_(to_vec(offset)) {
+  Kernel(Vec mean, Vec scale, double gamma, const Vec& centers, const Vec& weights, Vec offset)
+      : mean_(std::move(mean)), scale_(std::move(scale)), b_(std::move(offset)) {
     n_inputs = mean_.size();
     const std::size_t k = b_.size();
     const std::size_t n_c = n_inputs ? centers.size() / n_inputs : 0;
-    if (scale_.size() != n_inputs || static_cast<std::size_t>(centers.size()) != n_c * n_inputs ||
-        static_cast<std::size_t>(weights.size()) != n_c * k || k == 0)
+    if (scale_.size() != n_inputs || centers.size() != n_c * n_inputs || weights.size() != n_c * k || k == 0)
       throw std::invalid_argument("Kernel: inconsistent parameter shapes");
     if (!(gamma >= 0)) throw std::invalid_argument("Kernel: gamma must be >= 0");
-    c_t_ = transposed(to_vec(centers), n_c, n_inputs);
-    w_t_ = transposed(to_vec(weights), n_c, k);
+    c_t_ = transposed(centers, n_c, n_inputs);
+    w_t_ = transposed(weights, n_c, k);
     m_ = {n_inputs, n_c, k, mean_.data(), scale_.data(), gamma, c_t_.data(), w_t_.data(), b_.data()};
     n_scores = k;
   }
@@ -197,28 +196,23 @@ class Kernel final : public Model {
 // Base of the kinds that see the row [input features ∘ device features].
 class WithDevice : public Model {
  protected:
-  WithDevice(std::size_t n_in, const Mat& device) : dev_(to_vec(device)) { n_inputs = n_in; }
+  WithDevice(std::size_t n_in, Vec device) : dev_(std::move(device)) { n_inputs = n_in; }
   std::size_t width() const { return n_inputs + dev_.size(); }
   Vec dev_;
 };
 
-using IMat = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
-
-// Regression trees in scikit-learn's arrays, padded to one table (n_trees × n_nodes), checked
-// so that a traversal ends (children after their parent); view() for nitro_eval.
+// Regression trees in scikit-learn's arrays, padded to one table (n_trees × n_nodes, given
+// flattened), checked so that a traversal ends (children after their parent); view() for nitro_eval.
 struct Trees {
-  std::vector<std::int64_t> cl, cr, f;
+  IVec cl, cr, f;
   Vec thr, value;
   std::size_t n_trees = 0, n_nodes = 0, value_width = 0;
-  Trees(const IMat& left, const IMat& right, const IMat& feature, const Mat& threshold, const Mat& values,
-        std::size_t width)
-      : cl(left.data(), left.data() + left.size()), cr(right.data(), right.data() + right.size()),
-        f(feature.data(), feature.data() + feature.size()), thr(to_vec(threshold)), value(to_vec(values)) {
-    if (left.ndim() != 2) throw std::invalid_argument("Trees: node tables must be (n_trees, n_nodes)");
-    n_trees = left.shape(0);
-    n_nodes = left.shape(1);
+  Trees(std::size_t trees, IVec left, IVec right, IVec feature, Vec threshold, Vec values, std::size_t width)
+      : cl(std::move(left)), cr(std::move(right)), f(std::move(feature)), thr(std::move(threshold)),
+        value(std::move(values)), n_trees(trees) {
+    n_nodes = n_trees ? cl.size() / n_trees : 0;
     const std::size_t n = n_trees * n_nodes;
-    if (!n || cr.size() != n || f.size() != n || thr.size() != n || value.size() % n)
+    if (!n || cl.size() != n || cr.size() != n || f.size() != n || thr.size() != n || value.size() % n)
       throw std::invalid_argument("Trees: inconsistent parameter shapes");
     value_width = value.size() / n;
     const auto nn = static_cast<std::int64_t>(n_nodes);
@@ -238,9 +232,9 @@ struct Trees {
 // One tree whose leaves hold a cost per variant: argmin.
 class Tree final : public WithDevice {
  public:
-  Tree(std::size_t n_in, const Mat& device, const IMat& cl, const IMat& cr, const IMat& f, const Mat& thr,
-       const Mat& value, bool f32)
-      : WithDevice(n_in, device), trees_(cl, cr, f, thr, value, width()) {
+  Tree(std::size_t n_in, Vec device, IVec cl, IVec cr, IVec f, Vec thr, Vec value, bool f32)
+      : WithDevice(n_in, std::move(device)),
+        trees_(1, std::move(cl), std::move(cr), std::move(f), std::move(thr), std::move(value), width()) {
     m_ = {n_inputs, dev_.size(), dev_.data(), trees_.view(), f32};
   }
   int predict_row(const double* in) const override {
@@ -254,14 +248,16 @@ class Tree final : public WithDevice {
 // Boosted trees over [x ∘ code of variant]: init + Σ lr·leaf, summed in order; argmax.
 class Gbt final : public WithDevice {
  public:
-  Gbt(std::size_t n_in, const Mat& device, const IMat& cl, const IMat& cr, const IMat& f, const Mat& thr,
-      const Mat& value, double lr, double init, const Mat& codes, bool f32)
-      : WithDevice(n_in, device),
-        trees_(cl, cr, f, thr, value, width() + (codes.ndim() == 2 ? codes.shape(1) : 0)),
-        codes_(to_vec(codes)) {
-    if (codes.ndim() != 2 || codes.shape(0) == 0) throw std::invalid_argument("Gbt: codes must be (n_variants, q)");
-    m_ = {n_inputs, dev_.size(), dev_.data(), trees_.view(), lr, init, static_cast<std::size_t>(codes.shape(0)),
-          static_cast<std::size_t>(codes.shape(1)), codes_.data(), f32};
+  // codes: (n_variants × q) flattened
+  Gbt(std::size_t n_in, Vec device, std::size_t n_trees, IVec cl, IVec cr, IVec f, Vec thr, Vec value, double lr,
+      double init, Vec codes, std::size_t n_variants, bool f32)
+      : WithDevice(n_in, std::move(device)),
+        trees_(n_trees, std::move(cl), std::move(cr), std::move(f), std::move(thr), std::move(value),
+               width() + (n_variants ? codes.size() / n_variants : 0)),
+        codes_(std::move(codes)) {
+    if (n_variants == 0 || codes_.size() % n_variants) throw std::invalid_argument("Gbt: codes must be (n_variants, q)");
+    m_ = {n_inputs, dev_.size(), dev_.data(), trees_.view(), lr, init, n_variants, codes_.size() / n_variants,
+          codes_.data(), f32};
   }
   int predict_row(const double* in) const override {
     return nitro_eval::gbt_predict(m_, in, scratch(nitro_eval::gbt_work_size(m_)));
@@ -275,10 +271,10 @@ class Gbt final : public WithDevice {
 // Linear scores of the standardised (partly log1p) row: argmax or argmin.
 class Linear final : public WithDevice {
  public:
-  Linear(std::size_t n_in, const Mat& device, const std::vector<bool>& log_mask, const Mat& mean, const Mat& scale,
-         const Mat& coef, const Mat& intercept, bool choose_max)
-      : WithDevice(n_in, device), log_(bytes_of(log_mask)), mean_(to_vec(mean)), scale_(to_vec(scale)),
-        coef_(to_vec(coef)), b_(to_vec(intercept)) {
+  Linear(std::size_t n_in, Vec device, const std::vector<bool>& log_mask, Vec mean, Vec scale, Vec coef,
+         Vec intercept, bool choose_max)
+      : WithDevice(n_in, std::move(device)), log_(bytes_of(log_mask)), mean_(std::move(mean)),
+        scale_(std::move(scale)), coef_(std::move(coef)), b_(std::move(intercept)) {
     const std::size_t d = width();
     if (log_.size() != d || mean_.size() != d || scale_.size() != d || b_.empty() || coef_.size() != d * b_.size())
       throw std::invalid_argument("Linear: inconsistent parameter shapes");
@@ -297,8 +293,8 @@ class Linear final : public WithDevice {
 // Futhark-style threshold rule: labels[number of thresholds <= x[feature]].
 class Intervals final : public WithDevice {
  public:
-  Intervals(std::size_t n_in, const Mat& device, std::size_t feature, const Mat& thresholds, std::vector<int> labels)
-      : WithDevice(n_in, device), thr_(to_vec(thresholds)), labels_(std::move(labels)) {
+  Intervals(std::size_t n_in, Vec device, std::size_t feature, Vec thresholds, std::vector<int> labels)
+      : WithDevice(n_in, std::move(device)), thr_(std::move(thresholds)), labels_(std::move(labels)) {
     if (feature >= width() || labels_.size() != thr_.size() + 1)
       throw std::invalid_argument("Intervals: inconsistent parameters");
     m_ = {n_inputs, dev_.size(), dev_.data(), feature, thr_.size(), thr_.data(), labels_.data()};
@@ -322,30 +318,31 @@ PYBIND11_MODULE(_selector, m) {
            "scores (argmax = choice) for one feature list/tuple, or None (kind without compiled scores, bad values)")
       .def_readonly("n_inputs", &Model::n_inputs);
   py::class_<Constant, Model>(m, "Constant").def(py::init<std::size_t, int>(), py::arg("n_inputs"), py::arg("label"));
+  // matrices are given flattened row-major (support_vectors: n_sv × width, dual_coef: (k-1) × n_sv,
+  // centers: n_centers × n_inputs, weights: n_centers × k, trees: n_trees × n_nodes, codes: k × q)
   py::class_<Svc, Model>(m, "Svc")
-      .def(py::init<std::size_t, const Mat&, const std::vector<bool>&, const Mat&, const Mat&, double, const Mat&,
-                    const std::vector<std::size_t>&, const Mat&, const Mat&>(),
+      .def(py::init<std::size_t, Vec, const std::vector<bool>&, Vec, Vec, double, const Vec&,
+                    const std::vector<std::size_t>&, Vec, Vec>(),
            py::arg("n_inputs"), py::arg("device"), py::arg("log_mask"), py::arg("mean"), py::arg("scale"),
            py::arg("gamma"), py::arg("support_vectors"), py::arg("n_support"), py::arg("dual_coef"),
            py::arg("intercept"));
   py::class_<Kernel, Model>(m, "Kernel")
-      .def(py::init<const Mat&, const Mat&, double, const Mat&, const Mat&, const Mat&>(), py::arg("mean"),
+      .def(py::init<Vec, Vec, double, const Vec&, const Vec&, Vec>(), py::arg("mean"),
            py::arg("scale"), py::arg("gamma"), py::arg("centers"), py::arg("weights"), py::arg("offset"));
   py::class_<Tree, Model>(m, "Tree").def(
-      py::init<std::size_t, const Mat&, const IMat&, const IMat&, const IMat&, const Mat&, const Mat&, bool>(),
+      py::init<std::size_t, Vec, IVec, IVec, IVec, Vec, Vec, bool>(),
       py::arg("n_inputs"), py::arg("device"), py::arg("children_left"), py::arg("children_right"), py::arg("feature"),
       py::arg("threshold"), py::arg("value"), py::arg("float32"));
   py::class_<Gbt, Model>(m, "Gbt").def(
-      py::init<std::size_t, const Mat&, const IMat&, const IMat&, const IMat&, const Mat&, const Mat&, double, double,
-               const Mat&, bool>(),
-      py::arg("n_inputs"), py::arg("device"), py::arg("children_left"), py::arg("children_right"), py::arg("feature"),
-      py::arg("threshold"), py::arg("value"), py::arg("learning_rate"), py::arg("init"), py::arg("codes"),
-      py::arg("float32"));
+      py::init<std::size_t, Vec, std::size_t, IVec, IVec, IVec, Vec, Vec, double, double, Vec, std::size_t, bool>(),
+      py::arg("n_inputs"), py::arg("device"), py::arg("n_trees"), py::arg("children_left"), py::arg("children_right"),
+      py::arg("feature"), py::arg("threshold"), py::arg("value"), py::arg("learning_rate"), py::arg("init"),
+      py::arg("codes"), py::arg("n_variants"), py::arg("float32"));
   py::class_<Linear, Model>(m, "Linear").def(
-      py::init<std::size_t, const Mat&, const std::vector<bool>&, const Mat&, const Mat&, const Mat&, const Mat&, bool>(),
+      py::init<std::size_t, Vec, const std::vector<bool>&, Vec, Vec, Vec, Vec, bool>(),
       py::arg("n_inputs"), py::arg("device"), py::arg("log_mask"), py::arg("mean"), py::arg("scale"), py::arg("coef"),
       py::arg("intercept"), py::arg("choose_max"));
   py::class_<Intervals, Model>(m, "Intervals").def(
-      py::init<std::size_t, const Mat&, std::size_t, const Mat&, std::vector<int>>(), py::arg("n_inputs"),
+      py::init<std::size_t, Vec, std::size_t, Vec, std::vector<int>>(), py::arg("n_inputs"),
       py::arg("device"), py::arg("feature"), py::arg("thresholds"), py::arg("labels"));
 }

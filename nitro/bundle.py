@@ -14,20 +14,18 @@ datasheet's names and figures. :meth:`Bundle.model_for` picks this device's mode
    taken from the nearest source, and said so);
 4. ``default``: no model, the default variant runs.
 
-Loading needs NumPy and the compiled evaluator only (no scikit-learn, pandas or server).
+Loading a bundle and choosing from it need neither NumPy nor the tuning side (scikit-learn,
+pandas, a server): the file is checked and the transfer blocks evaluated in plain Python.
 """
 from __future__ import annotations
 
-import base64
-import gzip
 import json
 import math
-from dataclasses import dataclass, field
-from pathlib import Path
-
-import numpy as np
+import sys
+from array import array
 
 from .model import SelectorModel
+from .model_params import vector
 
 FORMAT = "nitro-bundle"
 VERSION = 1
@@ -39,25 +37,73 @@ def _tokens(name: str) -> tuple[str, ...]:
     return tokens(name)
 
 
-def pack(array) -> dict:
-    """A float array as plain data: little-endian float32 bytes in base64, with its shape
-    (the transfer blocks' large arrays: a quarter of the size of JSON numbers, parsed at once)."""
-    a = np.ascontiguousarray(array, dtype="<f4")
-    return {"dtype": "float32", "shape": list(a.shape), "base64": base64.b64encode(a.tobytes()).decode()}
+def _flatten(values) -> tuple[list[float], list[int]]:
+    """A (nested) list or NumPy array as its numbers, row-major, and its shape."""
+    if hasattr(values, "shape") and hasattr(values, "ravel"):
+        return [float(v) for v in values.ravel().tolist()], list(values.shape)
+    if not isinstance(values, (list, tuple)):
+        return [float(values)], []
+    if not values or not isinstance(values[0], (list, tuple)):
+        return [float(v) for v in values], [len(values)]
+    parts = [_flatten(v) for v in values]
+    if any(shape != parts[0][1] for _, shape in parts):
+        raise ValueError("cannot pack a ragged array")
+    return [v for flat, _ in parts for v in flat], [len(values), *parts[0][1]]
 
 
-def unpack(data, what: str) -> np.ndarray:
-    """The array of :func:`pack`, checked: dtype, shape against the byte count, finite values."""
+def _nested(flat: list[float], shape: list[int]):
+    """The nested lists of ``shape`` holding ``flat`` (row-major)."""
+    if len(shape) <= 1:
+        return flat if shape else flat[0]
+    step = len(flat) // shape[0] if shape[0] else 0
+    return [_nested(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
+
+
+def pack(values) -> dict:
+    """An array (nested lists or NumPy) as plain data: little-endian float32 bytes in base64,
+    with its shape (the transfer blocks' large arrays: a quarter of the size of JSON numbers,
+    parsed at once)."""
+    import base64
+    flat, shape = _flatten(values)
+    raw = array("f", flat)
+    if sys.byteorder == "big":
+        raw.byteswap()
+    return {"dtype": "float32", "shape": shape, "base64": base64.b64encode(raw.tobytes()).decode()}
+
+
+def unpack(data, what: str):
+    """The array of :func:`pack` as nested lists of floats, checked: dtype, shape against the
+    byte count, finite values."""
+    import base64
     if not (isinstance(data, dict) and data.get("dtype") == "float32" and isinstance(data.get("base64"), str)
             and isinstance(data.get("shape"), list) and all(isinstance(n, int) and n >= 0 for n in data["shape"])):
         raise ValueError(f"{what} is not a packed float32 array")
     raw = base64.b64decode(data["base64"], validate=True)
     if len(raw) != 4 * math.prod(data["shape"]):
         raise ValueError(f"{what}: {len(raw)} bytes do not hold an array of shape {data['shape']}")
-    a = np.frombuffer(raw, dtype="<f4").reshape(data["shape"]).astype(np.float64)
-    if not np.isfinite(a).all():
+    values = array("f")
+    values.frombytes(raw)
+    if sys.byteorder == "big":
+        values.byteswap()
+    if not all(map(math.isfinite, values)):
         raise ValueError(f"{what} holds values that are not finite")
-    return a
+    return _nested(values.tolist(), data["shape"])
+
+
+def _gunzip(raw: bytes) -> bytes:
+    """What ``gzip.decompress`` gives (every member, zero padding allowed), with zlib alone."""
+    import zlib
+    out = []
+    while raw:
+        stream = zlib.decompressobj(wbits=31)
+        try:
+            out.append(stream.decompress(raw))
+        except zlib.error as exc:
+            raise ValueError(f"bad gzip data: {exc}") from None
+        if not stream.eof:
+            raise ValueError("compressed data end early")
+        raw = stream.unused_data.lstrip(b"\0")
+    return b"".join(out)
 
 
 def _finite_dict(values, what: str) -> dict[str, float]:
@@ -71,80 +117,103 @@ def _finite_dict(values, what: str) -> dict[str, float]:
     return out
 
 
-@dataclass
+def _signed_log(v: float) -> float:
+    return math.copysign(math.log1p(abs(v)), v)
+
+
+def _as_list(values) -> list:
+    return values.tolist() if hasattr(values, "tolist") else list(values)
+
+
 class Transfer:
     """Closed-form cross-device model over ``sources``: for a device with kernel row ``kd``
-    against them, weights ``Σ_s kd[s] · weights[s]`` over the ``centers``, plus ``offset``."""
-    sources: list[str]
-    device_features: list[str]
-    variants: list[str]
-    input: dict                    # signed_log, mean, scale, gamma, centers (as a kernel model)
-    weights: np.ndarray            # (n_sources, n_centers, n_variants)
-    offset: list[float]
-    dev_mean: np.ndarray           # over the sources, of signed-log features that vary
-    dev_std: np.ndarray
-    varies: np.ndarray             # bool mask over device_features
-    spread2: float                 # largest squared distance of a source to its nearest
+    against them, weights ``Σ_s kd[s] · weights[s]`` over the ``centers``, plus ``offset``.
+
+    ``input``: signed_log, mean, scale, gamma, centers (n_centers × n_inputs), as a kernel
+    model's; ``weights``: (n_sources × n_centers × n_variants); ``dev_mean``, ``dev_std``: over
+    the sources, of the signed-log device features that vary (``varies``: mask over
+    ``device_features``); ``spread2``: the largest squared distance of a source to its nearest.
+    Arrays may be given as NumPy arrays (when built) and are kept as lists."""
+
+    def __init__(self, sources, device_features, variants, input: dict, weights, offset, dev_mean, dev_std,
+                 varies, spread2: float):
+        self.sources, self.device_features, self.variants = list(sources), list(device_features), list(variants)
+        self.input = {**input, "centers": _as_list(input["centers"])}
+        self.weights = _as_list(weights)
+        self.offset = [float(v) for v in offset]
+        self.dev_mean, self.dev_std = vector(dev_mean), vector(dev_std)
+        self.varies = [bool(v) for v in _as_list(varies)]
+        self.spread2 = float(spread2)
 
     @classmethod
     def from_dict(cls, d: dict) -> "Transfer":
         centers = unpack(d["input"]["centers"], "transfer centers")
-        t = cls(sources=list(d["sources"]), device_features=list(d["device_features"]),
-                variants=list(d["variants"]), input={**d["input"], "centers": centers},
-                weights=unpack(d["weights"], "transfer weights"), offset=[float(v) for v in d["offset"]],
-                dev_mean=np.asarray(d["dev_mean"], dtype=np.float64), dev_std=np.asarray(d["dev_std"], dtype=np.float64),
-                varies=np.asarray(d["varies"], dtype=bool), spread2=float(d["spread2"]))
-        m, f = len(t.sources), len(t.device_features)
-        n, p = centers.shape if centers.ndim == 2 else (-1, -1)
-        if not (t.weights.shape == (m, n, len(t.variants)) and len(t.input["mean"]) == len(t.input["scale"]) == p
-                and math.isfinite(t.input["gamma"]) and len(t.offset) == len(t.variants)
-                and t.varies.shape == (f,) and t.dev_mean.shape == t.dev_std.shape == (int(t.varies.sum()),)
-                and np.isfinite(t.weights).all() and (t.dev_std > 0).all()):
+        weights = unpack(d["weights"], "transfer weights")
+        t = cls(sources=d["sources"], device_features=d["device_features"], variants=d["variants"],
+                input={**d["input"], "centers": centers}, weights=weights, offset=d["offset"],
+                dev_mean=d["dev_mean"], dev_std=d["dev_std"], varies=d["varies"], spread2=d["spread2"])
+        m, f, k = len(t.sources), len(t.device_features), len(t.variants)
+        shape = d["input"]["centers"]["shape"]
+        n, p = shape if len(shape) == 2 else (-1, -1)
+        if not (d["weights"]["shape"] == [m, n, k] and len(t.input["mean"]) == len(t.input["scale"]) == p
+                and math.isfinite(t.input["gamma"]) and len(t.offset) == k and len(t.varies) == f
+                and len(t.dev_mean) == len(t.dev_std) == sum(t.varies)
+                and all(s > 0 for s in t.dev_std) and all(map(math.isfinite, t.dev_mean + t.dev_std))):
             raise ValueError("transfer block has inconsistent shapes or values")
         return t
 
     def to_dict(self) -> dict:
         return {"sources": self.sources, "device_features": self.device_features, "variants": self.variants,
                 "input": {**self.input, "centers": pack(self.input["centers"])}, "weights": pack(self.weights),
-                "offset": self.offset,
-                "dev_mean": self.dev_mean.tolist(), "dev_std": self.dev_std.tolist(),
-                "varies": self.varies.tolist(), "spread2": self.spread2}
+                "offset": self.offset, "dev_mean": self.dev_mean, "dev_std": self.dev_std,
+                "varies": self.varies, "spread2": self.spread2}
 
-    def kernel_row(self, source_values: np.ndarray, target: np.ndarray) -> np.ndarray:
+    def kernel_row(self, source_values: list[list[float]], target: list[float]) -> list[float]:
         """The device kernel row of ``target`` against the sources (raw feature values), as
         :func:`nitro.learn.kron.device_kernel` computes it: signed log, standardised over the
         sources, features constant over them left out, the row divided by its largest entry,
         and flattened when the target lies outside the sources."""
-        if not self.varies.any():
-            return np.ones(len(self.sources))
-        log = lambda a: np.sign(a) * np.log1p(np.abs(a))           # noqa: E731
-        Z = (log(source_values[:, self.varies]) - self.dev_mean) / self.dev_std
-        z = (log(target[self.varies]) - self.dev_mean) / self.dev_std
-        d2 = ((Z - z) ** 2).sum(axis=1)
-        g = 1.0 / Z.shape[1]
-        if d2.min() > self.spread2 > 0:
-            g = g * self.spread2 / d2.min()
-        return np.exp(-g * (d2 - d2.min()))
+        cols = [i for i, v in enumerate(self.varies) if v]
+        if not cols:
+            return [1.0] * len(self.sources)
+        stats = list(zip(cols, self.dev_mean, self.dev_std))
+        z = [(_signed_log(target[i]) - mu) / sd for i, mu, sd in stats]
+        d2 = [sum(((_signed_log(row[i]) - mu) / sd - zj) ** 2 for (i, mu, sd), zj in zip(stats, z))
+              for row in source_values]
+        nearest = min(d2)
+        g = 1.0 / len(cols)
+        if nearest > self.spread2 > 0:
+            g = g * self.spread2 / nearest
+        return [math.exp(-g * (v - nearest)) for v in d2]
 
-    def model(self, kd: np.ndarray, input_features: list[str], provenance: dict) -> SelectorModel:
-        beta = np.einsum("s,snv->nv", kd, self.weights)
+    def model(self, kd: list[float], input_features: list[str], provenance: dict) -> SelectorModel:
+        k = len(self.variants)
+        beta = [[0.0] * k for _ in self.input["centers"]]
+        for w, source in zip(kd, self.weights):       # Σ_s kd[s] · weights[s], in source order
+            beta = [[b + w * x for b, x in zip(row, source_row)] for row, source_row in zip(beta, source)]
         model = SelectorModel(variants=self.variants, input_features=input_features, kind="kernel",
-                              params={**self.input, "centers": self.input["centers"].tolist(), "weights": beta.tolist(),
-                                      "offset": self.offset}, provenance=provenance)
+                              params={**self.input, "weights": beta, "offset": self.offset}, provenance=provenance)
         model._validate()
         return model
 
 
-@dataclass
 class Bundle:
-    computation: str
-    variants: list[str]
-    input_features: list[str]
-    default: str
-    devices: dict[str, dict]                     # id -> {"model": SelectorModel, "product", "kind", "features"}
-    transfer: dict[str, Transfer] = field(default_factory=dict)   # device kind (or "*") -> block
-    datasheet: dict[str, dict] = field(default_factory=dict)      # product id -> {"kind", "names", "features"}
-    provenance: dict = field(default_factory=dict)
+    """A computation's models for known devices (``devices``: id -> {"model", "product", "kind",
+    "features"}), its transfer blocks per device kind (or ``"*"``) and datasheet rows (product
+    id -> {"kind", "names", "features"})."""
+
+    def __init__(self, computation: str, variants: list[str], input_features: list[str], default: str,
+                 devices: dict[str, dict], transfer: dict[str, Transfer] | None = None,
+                 datasheet: dict[str, dict] | None = None, provenance: dict | None = None):
+        self.computation, self.variants, self.input_features = computation, variants, input_features
+        self.default, self.devices = default, devices
+        self.transfer = {} if transfer is None else transfer
+        self.datasheet = {} if datasheet is None else datasheet
+        self.provenance = {} if provenance is None else provenance
+
+    def __repr__(self):
+        return (f"Bundle({self.computation!r}, variants={self.variants}, devices={sorted(self.devices)}, "
+                f"transfer={sorted(self.transfer)})")
 
     @classmethod
     def build(cls, computation: str, variants, input_features, default: str, models: dict,
@@ -203,8 +272,10 @@ class Bundle:
         bundle.validate()
         return bundle
 
-    def save(self, path) -> Path:
-        """Write the bundle as JSON (gzipped when ``path`` ends in ``.gz``)."""
+    def save(self, path):
+        """Write the bundle as JSON (gzipped when ``path`` ends in ``.gz``); returns its Path."""
+        import gzip
+        from pathlib import Path
         path = Path(path)
         text = json.dumps(self.to_dict(), allow_nan=False, separators=(",", ":"))
         if path.suffix == ".gz":
@@ -216,10 +287,10 @@ class Bundle:
     @classmethod
     def load(cls, path) -> "Bundle":
         """Read and validate a bundle file; errors name the file and the problem."""
-        path = Path(path)
         try:
-            raw = path.read_bytes()
-            data = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+            with open(path, "rb") as f:
+                raw = f.read()
+            data = json.loads(_gunzip(raw) if raw[:2] == b"\x1f\x8b" else raw)
         except FileNotFoundError:
             raise FileNotFoundError(f"no bundle file {path}") from None
         except (OSError, ValueError) as exc:
@@ -293,25 +364,37 @@ class Bundle:
         return {}, None
 
     def _transfer(self, block: Transfer, features: dict, device: str):
-        S = np.array([[self.devices[s]["features"][f] for f in block.device_features] for s in block.sources])
+        S = [[self.devices[s]["features"][f] for f in block.device_features] for s in block.sources]
         have = [i for i, f in enumerate(block.device_features) if f in features]
         if not have:
             return None, {}
-        target = np.array([float(features.get(f, np.nan)) for f in block.device_features])
+        target = [float(features.get(f, math.nan)) for f in block.device_features]
         imputed = {}
         if len(have) < len(block.device_features):   # lacking features: those of the nearest source
-            log = np.log1p(np.abs(S[:, have]))
-            spread = log.std(axis=0)
-            spread[spread == 0] = 1.0
-            nearest = int((((log - np.log1p(np.abs(target[have]))) / spread) ** 2).sum(axis=1).argmin())
+            nearest = _nearest(S, target, have)
             for i, f in enumerate(block.device_features):
                 if i not in have:
-                    target[i] = S[nearest, i]
+                    target[i] = S[nearest][i]
                     imputed[f] = block.sources[nearest]
         kd = block.kernel_row(S, target)
-        weights = dict(zip(block.sources, (kd / kd.sum()).round(4).tolist()))
+        total = sum(kd)
+        weights = {s: round(v / total, 4) for s, v in zip(block.sources, kd)}
         provenance = {"method": "bundle transfer", "target": device, "source_weights": weights, "imputed": imputed}
         return block.model(kd, self.input_features, provenance), {"source_weights": weights, "imputed": imputed}
+
+
+def _nearest(rows: list[list[float]], target: list[float], cols: list[int]) -> int:
+    """The row nearest ``target`` over columns ``cols``, in log1p(|x|) scaled by each column's
+    standard deviation over the rows (1 where it is 0)."""
+    logs = [[math.log1p(abs(row[i])) for i in cols] for row in rows]
+    spread = []
+    for column in zip(*logs):
+        mean = sum(column) / len(column)
+        sd = math.sqrt(sum((v - mean) ** 2 for v in column) / len(column))
+        spread.append(sd if sd != 0 else 1.0)
+    t = [math.log1p(abs(target[i])) for i in cols]
+    d2 = [sum(((v - tj) / sp) ** 2 for v, tj, sp in zip(row, t, spread)) for row in logs]
+    return d2.index(min(d2))
 
 
 def load_bundle(path) -> Bundle:

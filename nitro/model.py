@@ -1,18 +1,21 @@
 """Trained selectors as plain data: exported from a fitted learner, stored as JSON,
-validated on load, and evaluated with NumPy alone (no scikit-learn at dispatch time).
+validated on load, and evaluated by the compiled evaluator (one input) or NumPy (batches),
+never scikit-learn at dispatch time.
 
 A model maps an input-feature vector (plus, for a transferred model, the target's device
-features, held as constants) to a variant name.
+features, held as constants) to a variant name. Loading one and dispatching with it import no
+NumPy (:mod:`nitro.model_params` checks it in plain Python); the batch methods
+(:meth:`SelectorModel.scores`, :meth:`~SelectorModel.predict_index`,
+:meth:`~SelectorModel.predict`) load NumPy when first used.
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
 
-import numpy as np
+from .model_params import flat_params
 
 FORMAT = 1
 KINDS = ("constant", "svc", "kernel", "tree", "gbt", "linear", "intervals")
+FIELDS = ("variants", "input_features", "kind", "params", "device_features", "provenance")
 
 
 def _strings(items, empty_ok=False) -> list[str]:
@@ -21,14 +24,33 @@ def _strings(items, empty_ok=False) -> list[str]:
     return items
 
 
-@dataclass
 class SelectorModel:
-    variants: list[str]                 # class labels, in the learner's order
-    input_features: list[str]
-    kind: str                           # one of KINDS (see the module's kind notes)
-    params: dict = field(default_factory=dict)
-    device_features: dict[str, float] = field(default_factory=dict)  # appended constants
-    provenance: dict = field(default_factory=dict)
+    """One device's selector as plain data: ``variants`` (class labels, in the learner's
+    order), ``input_features``, ``kind`` (one of :data:`KINDS`, see the module's kind notes),
+    its ``params``, ``device_features`` (constants appended to the input features) and
+    ``provenance``."""
+
+    def __init__(self, variants: list[str], input_features: list[str], kind: str, params: dict | None = None,
+                 device_features: dict[str, float] | None = None, provenance: dict | None = None):
+        self.variants = variants
+        self.input_features = input_features
+        self.kind = kind
+        self.params = {} if params is None else params
+        self.device_features = {} if device_features is None else device_features
+        self.provenance = {} if provenance is None else provenance
+        self._cache = None          # NumPy arrays of the batch path
+        self._flat = None           # checked plain lists of the compiled evaluator
+        self._compiled = None
+
+    def __repr__(self):
+        return "SelectorModel(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in FIELDS) + ")"
+
+    def __eq__(self, other):
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in FIELDS)
+
+    __hash__ = None
 
     # -- construction ------------------------------------------------------------------------
     @classmethod
@@ -86,69 +108,25 @@ class SelectorModel:
             raise ValueError(f"malformed {kind} model: {exc!r}") from None
         return model
 
-    def _validate(self):
-        p = self.params
-        if self.kind == "constant":
-            if not (isinstance(p.get("label"), int) and 0 <= p["label"] < len(self.variants)):
-                raise ValueError("constant model with an invalid label")
-            return
-        if self.kind == "kernel":
-            d, k = len(self.input_features), len(self.variants)
-            C = np.asarray(p["centers"], dtype=np.float64)
-            W = np.asarray(p["weights"], dtype=np.float64)
-            if not (C.ndim == 2 and C.shape[1] == d and W.shape == (C.shape[0], k)
-                    and len(p["offset"]) == k and len(p["mean"]) == d and len(p["scale"]) == d):
-                raise ValueError("kernel model parameters have inconsistent shapes")
-            if not all(np.isfinite(np.asarray(p[key], dtype=float)).all()
-                       for key in ("centers", "weights", "offset", "mean", "scale", "gamma")):
-                raise ValueError("kernel model parameters are not all finite")
-            return
-        if self.kind in EXTRA_KINDS:
-            _validate_extra(self.kind, p, len(self.input_features) + len(self.device_features), len(self.variants))
-            return
-        d = len(self.input_features) + len(self.device_features)
-        sv = np.asarray(p["support_vectors"], dtype=np.float64)
-        k = len(self.variants)
-        ok = (sv.ndim == 2 and sv.shape[1] == d and len(p["mean"]) == d and len(p["scale"]) == d
-              and len(p["log_mask"]) == d and len(p["n_support"]) == k
-              and sum(p["n_support"]) == sv.shape[0]
-              and np.asarray(p["dual_coef"]).shape == (k - 1, sv.shape[0])
-              and len(p["intercept"]) == k * (k - 1) // 2 and math.isfinite(p["gamma"]))
-        if not ok:
-            raise ValueError("svc model parameters have inconsistent shapes")
-        if not all(np.isfinite(np.asarray(p[key], dtype=float)).all()
-                   for key in ("support_vectors", "dual_coef", "intercept", "mean", "scale")):
-            raise ValueError("svc model parameters are not all finite")
+    def _validate(self) -> dict:
+        """Check the parameters (shapes, finiteness; ``ValueError`` naming the problem) and keep
+        them as the compiled evaluator's flat lists."""
+        self._flat = flat_params(self.kind, self.params, len(self.input_features), len(self.device_features),
+                                 len(self.variants))
+        return self._flat
 
     # -- prediction --------------------------------------------------------------------------
-    def __post_init__(self):
-        self._cache = None
-        self._compiled = None
-
     def compiled(self):
         """The model as a compiled evaluator (``nitro._selector``): ``predict_one(values)``
         gives the variant index for one feature list in about a microsecond, or -1 when the
         values are not ``len(input_features)`` finite numbers; ``predict_batch(X)`` for many."""
         if self._compiled is None:
-            from . import _selector
-            p, d = self.params, len(self.input_features)
-            if self.kind == "constant":
-                self._compiled = _selector.Constant(d, p["label"])
-            elif self.kind in EXTRA_KINDS:
-                self._compiled = _compile_extra(self.kind, _extra_arrays(self.kind, p), d,
-                                                np.asarray(list(self.device_features.values()), dtype=np.float64))
-            elif self.kind == "kernel":
-                a = self._arrays()
-                self._compiled = _selector.Kernel(a["mean"], a["scale"], float(p["gamma"]), a["centers"],
-                                                  a["W"], a["b"])
-            else:
-                a = self._arrays()
-                self._compiled = _selector.Svc(d, a["dev"], a["log"].tolist(), a["mean"], a["scale"],
-                                               float(p["gamma"]), a["sv"], [int(n) for n in p["n_support"]],
-                                               np.asarray(p["dual_coef"], dtype=np.float64), a["b"])
+            self._compiled = _compile(self.kind, self._flat or self._validate(), len(self.input_features),
+                                      [float(v) for v in self.device_features.values()])
         return self._compiled
 
     def _arrays(self):
+        import numpy as np
         if self._cache is None:
             p = self.params
             if self.kind == "constant":
@@ -182,7 +160,7 @@ class SelectorModel:
                 }
         return self._cache
 
-    def scores(self, X) -> np.ndarray:
+    def scores(self, X):
         """Scores (n, len(variants)) of each row of input features ``X`` (n, d_in) whose row-wise
         argmax is the model's choice (ties to the lower index). What a score means depends on the
         kind: ``kernel``, the predicted fraction of the optimum ``t_best / t_v``; ``svc``, the
@@ -190,6 +168,7 @@ class SelectorModel:
         speed-up; ``linear``, the linear score (negated for ``choose: min``); ``constant`` and
         ``intervals``, 1 for the chosen variant and 0 elsewhere. The gap between the two highest
         scores is how sure the model is (refining mode explores where it is small)."""
+        import numpy as np
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
         k = len(self.variants)
         if self.kind == "constant":
@@ -219,7 +198,7 @@ class SelectorModel:
         pos = dec > 0
         return pos @ a["win_i"] + (~pos) @ a["win_j"]
 
-    def predict_index(self, X) -> np.ndarray:
+    def predict_index(self, X):
         """Index into :attr:`variants` for each row of input features ``X`` (n, d_in)."""
         return self.scores(X).argmax(axis=1)
 
@@ -249,64 +228,16 @@ class SelectorModel:
 EXTRA_KINDS = ("tree", "gbt", "linear", "intervals")
 
 
-def _check_tree(t: dict, d: int, value_shape: tuple) -> None:
-    cl, cr = np.asarray(t["children_left"]), np.asarray(t["children_right"])
-    feat, thr = np.asarray(t["feature"]), np.asarray(t["threshold"], dtype=np.float64)
-    val = np.asarray(t["value"], dtype=np.float64)
-    n = cl.shape[0]
-    ok = (n >= 1 and cl.shape == cr.shape == feat.shape == thr.shape == (n,) and val.shape == (n, *value_shape)
-          and np.isfinite(thr).all() and np.isfinite(val).all())
-    if ok:
-        internal = cl >= 0
-        idx = np.arange(n)
-        # children come after their parent (as scikit-learn builds them): no cycles
-        ok = (((cr >= 0) == internal).all() and (cl[internal] > idx[internal]).all()
-              and (cl[internal] < n).all() and (cr[internal] > idx[internal]).all() and (cr[internal] < n).all()
-              and ((feat[internal] >= 0) & (feat[internal] < d)).all())
-    if not ok:
-        raise ValueError("tree model parameters are inconsistent (shapes, children, features or values)")
-
-
-def _validate_extra(kind: str, p: dict, d: int, k: int) -> None:
-    try:
-        if kind == "tree":
-            _check_tree(p, d, (k,))
-        elif kind == "gbt":
-            if not (isinstance(p["trees"], list) and p["trees"] and math.isfinite(p["learning_rate"])
-                    and math.isfinite(p["init"])):
-                raise ValueError("gbt model needs trees, a finite learning_rate and init")
-            codes = np.asarray(p["variant_codes"], dtype=np.float64)
-            if not (codes.ndim == 2 and codes.shape[0] == k and np.isfinite(codes).all()):
-                raise ValueError("gbt model needs variant_codes, one finite row per variant")
-            for t in p["trees"]:
-                _check_tree(t, d + codes.shape[1], ())
-        elif kind == "linear":
-            coef = np.asarray(p["coef"], dtype=np.float64)
-            ok = (coef.shape == (d, k) and len(p["intercept"]) == k and len(p["mean"]) == d
-                  and len(p["scale"]) == d and len(p["log_mask"]) == d and p["choose"] in ("max", "min")
-                  and all(np.isfinite(np.asarray(p[key], dtype=float)).all()
-                          for key in ("coef", "intercept", "mean", "scale")))
-            if not ok:
-                raise ValueError("linear model parameters have inconsistent shapes or are not finite")
-        elif kind == "intervals":
-            thr = np.asarray(p["thresholds"], dtype=np.float64)
-            labels = list(p["labels"])
-            ok = (isinstance(p["feature"], int) and 0 <= p["feature"] < d and thr.ndim == 1
-                  and len(labels) == thr.size + 1 and np.all(np.diff(thr) > 0) and np.isfinite(thr).all()
-                  and all(isinstance(v, int) and 0 <= v < k for v in labels))
-            if not ok:
-                raise ValueError("intervals model: feature, ascending finite thresholds and one more label needed")
-    except (KeyError, TypeError) as exc:
-        raise ValueError(f"{kind} model parameters are malformed: {exc!r}") from None
-
-
 def _tree_cache(t: dict) -> dict:
+    import numpy as np
     return {"cl": np.asarray(t["children_left"], dtype=np.intp), "cr": np.asarray(t["children_right"], dtype=np.intp),
             "f": np.maximum(np.asarray(t["feature"], dtype=np.intp), 0),
             "thr": np.asarray(t["threshold"], dtype=np.float64), "v": np.asarray(t["value"], dtype=np.float64)}
 
 
 def _extra_arrays(kind: str, p: dict) -> dict:
+    """The NumPy arrays of a time learner's kind (the batch path, and ``nitro export-cpp``)."""
+    import numpy as np
     if kind == "tree":
         return _tree_cache(p)
     if kind == "gbt":
@@ -329,8 +260,9 @@ def _extra_arrays(kind: str, p: dict) -> dict:
     return {"feature": int(p["feature"]), "thr": np.asarray(p["thresholds"], dtype=np.float64), "labels": np.asarray(p["labels"], dtype=np.intp)}
 
 
-def tree_leaves(t: dict, X32: np.ndarray) -> np.ndarray:
+def tree_leaves(t: dict, X32):
     """Leaf index of each row of ``X32`` (already rounded to float32) in tree arrays ``t``."""
+    import numpy as np
     node = np.zeros(X32.shape[0], dtype=np.intp)
     rows = np.arange(X32.shape[0])
     while True:
@@ -342,8 +274,9 @@ def tree_leaves(t: dict, X32: np.ndarray) -> np.ndarray:
         node = np.where(internal, np.where(go_left, left, t["cr"][node]), node)
 
 
-def _scores_extra(kind: str, a: dict, X: np.ndarray, k: int) -> np.ndarray:
+def _scores_extra(kind: str, a: dict, X, k: int):
     """Scores (argmax = choice) of the time learners' kinds, see :meth:`SelectorModel.scores`."""
+    import numpy as np
     if kind == "tree":
         X32 = X.astype(np.float32).astype(np.float64)
         return -a["v"][tree_leaves(a, X32)]
@@ -375,14 +308,23 @@ def _scores_extra(kind: str, a: dict, X: np.ndarray, k: int) -> np.ndarray:
     return np.eye(k)[a["labels"][np.searchsorted(a["thr"], X[:, a["feature"]], side="right")]]
 
 
-def _compile_extra(kind: str, a: dict, d: int, dev: np.ndarray):
-    """The compiled evaluator (:mod:`nitro._selector`) of a time learner's model kind."""
+def _compile(kind: str, a: dict, d: int, dev: list[float]):
+    """The compiled evaluator (:mod:`nitro._selector`) of a model from its checked flat lists
+    (:func:`nitro.model_params.flat_params`)."""
     from . import _selector
+    if kind == "constant":
+        return _selector.Constant(d, a["label"])
+    if kind == "kernel":
+        return _selector.Kernel(a["mean"], a["scale"], a["gamma"], a["centers"], a["weights"], a["offset"])
+    if kind == "svc":
+        return _selector.Svc(d, dev, a["log_mask"], a["mean"], a["scale"], a["gamma"], a["sv"], a["n_support"],
+                             a["dual_coef"], a["intercept"])
     if kind == "tree":
-        t = {key: a[key][None, :] for key in ("cl", "cr", "f", "thr")}
-        return _selector.Tree(d, dev, t["cl"], t["cr"], t["f"], t["thr"], a["v"], True)
+        return _selector.Tree(d, dev, a["cl"], a["cr"], a["f"], a["thr"], a["v"], True)
     if kind == "gbt":
-        return _selector.Gbt(d, dev, a["cl"], a["cr"], a["f"], a["thr"], a["v"], a["lr"], a["init"], a["codes"], a["f32"])
+        return _selector.Gbt(d, dev, a["n_trees"], a["cl"], a["cr"], a["f"], a["thr"], a["v"], a["lr"], a["init"],
+                             a["codes"], a["n_variants"], a["f32"])
     if kind == "linear":
-        return _selector.Linear(d, dev, a["log"].tolist(), a["mean"], a["scale"], a["coef"], a["b"], a["choose"] == "max")
-    return _selector.Intervals(d, dev, a["feature"], a["thr"], a["labels"].tolist())
+        return _selector.Linear(d, dev, a["log_mask"], a["mean"], a["scale"], a["coef"], a["intercept"],
+                                a["choose_max"])
+    return _selector.Intervals(d, dev, a["feature"], a["thresholds"], a["labels"])

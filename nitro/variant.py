@@ -1,9 +1,7 @@
 """``code_variant``: one computation, several functionally equivalent implementations."""
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping
-
-import numpy as np
+from collections.abc import Callable, Iterable, Mapping
 
 from .dispatch import Dispatcher
 from .model import SelectorModel
@@ -48,6 +46,7 @@ class CodeVariant:
         if not self.variants:
             raise ValueError(f"{name}: no variants given")
         self.features = _named(features, "features")
+        self._feature_fns = tuple(self.features.values())   # the dispatch path's feature calls
         if default is None:
             default = next(iter(self.variants))
         elif callable(default):
@@ -117,14 +116,14 @@ class CodeVariant:
 
     # -- run ---------------------------------------------------------------------------------
     def compute_features(self, *args) -> list[float]:
-        return [f(*args) for f in self.features.values()]
+        return [f(*args) for f in self._feature_fns]
 
     def allowed(self, feature_values: Iterable[float]) -> dict[str, bool]:
         return self._dispatcher.allowed(list(feature_values))
 
     def select(self, *args) -> str:
         """The variant that a call with ``args`` would run."""
-        return self._dispatcher.choose(self.compute_features(*args))
+        return self._dispatcher.choose([f(*args) for f in self._feature_fns])
 
     def explain(self, *args) -> dict:
         """How sure the model is of the choice for ``args``: the variant that would run, the
@@ -137,6 +136,7 @@ class CodeVariant:
         out = {"variant": choice, "model": self.model is not None}
         if self.model is None:
             return out
+        import numpy as np
         scores = self.model.scores([values])[0]
         order = np.argsort(-scores, kind="stable")
         out.update(scores=dict(zip(self.model.variants, scores.tolist())),
@@ -151,13 +151,16 @@ class CodeVariant:
             out["level"] = confidence["level"]
         return out
 
-    def __call__(self, *args) -> Any:
+    def __call__(self, *args) -> object:
         refiner = self._refiner
         if refiner is not None and refiner.tick():     # refining mode: an integer test first
             return self._refining_call(refiner, args)
-        return self._run(self.select(*args), args)
+        choice = self._dispatcher.choose([f(*args) for f in self._feature_fns])
+        if not self.fallback_on or choice == self.default:
+            return self.variants[choice](*args)
+        return self._run(choice, args)
 
-    def _run(self, choice: str, args: tuple) -> Any:
+    def _run(self, choice: str, args: tuple) -> object:
         if not self.fallback_on or choice == self.default:
             return self.variants[choice](*args)
         try:
@@ -165,7 +168,7 @@ class CodeVariant:
         except self.fallback_on:
             return self.variants[self.default](*args)
 
-    def _refining_call(self, refiner, args: tuple) -> Any:
+    def _refining_call(self, refiner, args: tuple) -> object:
         """A candidate call of refining mode: explore it if the model is unsure, and return
         what the plain call would have returned (see :mod:`nitro.refine`)."""
         values = self.compute_features(*args)

@@ -136,11 +136,31 @@ def test_invalid_bundles_are_refused_with_the_reason(tmp_path, edit, message):
 def test_packed_arrays_are_checked(tmp_path):
     from nitro.bundle import unpack
     packed = pack(np.arange(6.0).reshape(2, 3))
-    np.testing.assert_array_equal(unpack(packed, "x"), np.arange(6.0).reshape(2, 3))
+    assert unpack(packed, "x") == np.arange(6.0).reshape(2, 3).tolist()         # nested lists, no NumPy
+    assert pack([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]) == packed
+    assert unpack(pack([[0.1] * 2] * 3), "x") == np.full((3, 2), 0.1, dtype=np.float32).tolist()
+    assert pack(np.zeros((2, 0, 3)))["shape"] == [2, 0, 3] and unpack(pack(np.zeros((2, 0, 3))), "x") == [[], []]
     with pytest.raises(ValueError, match="do not hold an array of shape"):
         unpack({**packed, "shape": [4, 3]}, "x")
     with pytest.raises(ValueError, match="not finite"):
         unpack(pack(np.array([1.0, np.inf])), "x")
+    with pytest.raises(ValueError, match="ragged"):
+        pack([[1.0, 2.0], [3.0]])
     (tmp_path / "text.json").write_text("not json")
     with pytest.raises(ValueError, match="not readable JSON"):
         load_bundle(tmp_path / "text.json")
+
+
+def test_gzipped_bundles_load_and_broken_ones_are_refused(tmp_path):
+    import gzip
+    path = _small(tmp_path, "small.json.gz")
+    text = gzip.decompress(path.read_bytes())
+    assert load_bundle(path).devices.keys() == {"dev1", "dev2"}
+    half = len(text) // 2                       # two gzip members and zero padding, as gzip reads them
+    (tmp_path / "members.json.gz").write_bytes(gzip.compress(text[:half]) + gzip.compress(text[half:]) + b"\0" * 8)
+    assert load_bundle(tmp_path / "members.json.gz").devices.keys() == {"dev1", "dev2"}
+    (tmp_path / "cut.json.gz").write_bytes(path.read_bytes()[:-20])
+    (tmp_path / "trail.json.gz").write_bytes(path.read_bytes() + b"garbage")
+    for broken in ("cut.json.gz", "trail.json.gz"):
+        with pytest.raises(ValueError, match="not readable JSON"):
+            load_bundle(tmp_path / broken)

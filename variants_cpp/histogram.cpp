@@ -143,15 +143,25 @@ void histogram_shared_atomic_dynamic(const std::uint8_t* data, std::size_t n,
 double histogram_subsample_std(const std::uint8_t* data, std::size_t n, std::size_t samples) {
   if (n == 0) return 0.0;
   const std::size_t step = std::max<std::size_t>(1, samples ? n / samples : n);
-  // one pass with exact integer sums (values < 256), so the strided loads happen once
-  std::uint64_t sum = 0, sq = 0, count = 0;
-  for (std::size_t i = 0; i < n; i += step, ++count) {
+  const std::size_t count = (n - 1) / step + 1;  // the samples at 0, step, 2·step, ... below n
+  // One pass with exact integer sums (values < 256), so the strided loads happen once; four
+  // samples per iteration summed pairwise (integer sums: exact in any order), so that the
+  // loop's bookkeeping is paid once per four independent loads.
+  std::uint64_t sum = 0, sq = 0;
+  std::size_t i = 0, left = count;
+  for (; left >= 4; left -= 4, i += 4 * step) {
+    const std::uint64_t a = data[i], b = data[i + step], c = data[i + 2 * step], d = data[i + 3 * step];
+    sum += (a + b) + (c + d);
+    sq += (a * a + b * b) + (c * c + d * d);
+  }
+  for (; left; --left, i += step) {
     const std::uint64_t v = data[i];
     sum += v;
     sq += v * v;
   }
+  const double total = static_cast<double>(sum), total_sq = static_cast<double>(sq);
   const double c = static_cast<double>(count);
-  const double var = (static_cast<double>(sq) * c - static_cast<double>(sum) * static_cast<double>(sum)) / (c * c);
+  const double var = (total_sq * c - total * total) / (c * c);
   return std::sqrt(std::max(var, 0.0));
 }
 

@@ -64,9 +64,12 @@ def n_per_bin(image) -> float:
 
 def subsample_std(image, samples: int = 1024) -> float:
     """Standard deviation of an evenly strided sample of about ``samples`` pixels (in C++ for
-    contiguous uint8 images, since it is computed at every dispatch)."""
-    if isinstance(image, np.ndarray) and image.dtype == np.uint8 and image.flags.c_contiguous:
+    contiguous uint8 images, since it is computed at every dispatch: the binding takes only
+    those, unconverted, and refuses anything else with a TypeError, cheaper than checking here)."""
+    try:
         return _cpp.subsample_std(image, samples)
+    except TypeError:
+        pass
     flat = np.asarray(image).reshape(-1)
     if flat.size == 0:
         return 0.0

@@ -1,0 +1,150 @@
+"""Checking a model's parameters in plain Python, into the flat layouts the compiled evaluator
+(``nitro._selector``) is built from: loading a model and dispatching with it then need no
+NumPy (it costs more to import than the rest of the run time together).
+
+:func:`flat_params` checks shapes and finiteness as strictly as the NumPy batch path needs
+them and raises ``ValueError`` naming the problem; it returns plain lists (matrices
+row-major, flattened) and their sizes.
+"""
+from __future__ import annotations
+
+import math
+from operator import index as _int
+
+
+def _list(x) -> list:
+    """``x`` as a list: a list or tuple as it is, a NumPy array through ``tolist``."""
+    if hasattr(x, "tolist"):
+        x = x.tolist()
+    if not isinstance(x, (list, tuple)):
+        raise TypeError(f"expected a list, got {type(x).__name__}")
+    return x
+
+
+def vector(x, n: int | None = None) -> list[float] | None:
+    """The numbers of a flat list as floats, or ``None`` when it is not ``n`` long."""
+    out = [float(v) for v in _list(x)]
+    return out if n is None or len(out) == n else None
+
+
+def ints(x, n: int | None = None) -> list[int] | None:
+    """The integers of a flat list, or ``None`` when it is not ``n`` long."""
+    out = [_int(v) for v in _list(x)]
+    return out if n is None or len(out) == n else None
+
+
+def matrix(x, cols: int | None = None, rows: int | None = None) -> tuple[list[float], int, int] | None:
+    """A list of equally long rows of numbers, flattened row-major: ``(flat, rows, cols)``, or
+    ``None`` when it is not a matrix of that many rows and columns (``None``: any)."""
+    table = [vector(row) for row in _list(x)]
+    width = cols if cols is not None else (len(table[0]) if table else 0)
+    if (rows is not None and len(table) != rows) or any(len(row) != width for row in table):
+        return None
+    return [v for row in table for v in row], len(table), width
+
+
+def finite(*values: list[float]) -> bool:
+    return all(all(map(math.isfinite, v)) for v in values)
+
+
+def _check_tree(t: dict, d: int, value_width: int | None) -> dict:
+    """One tree's arrays (scikit-learn's: children -1 at leaves, children after their parent, so
+    traversals end), checked, with ``value`` flat (``value_width`` numbers per node, or one)."""
+    cl, cr, feat = ints(t["children_left"]), ints(t["children_right"]), ints(t["feature"])
+    n = len(cl)
+    thr = vector(t["threshold"], n)
+    if value_width is None:
+        value = vector(t["value"], n)
+    else:
+        table = matrix(t["value"], value_width, n)
+        value = table[0] if table is not None else None
+    ok = n >= 1 and len(cr) == n and len(feat) == n and thr is not None and value is not None and finite(thr, value)
+    if ok:
+        for i in range(n):
+            if cl[i] >= 0 or cr[i] >= 0:
+                ok = ok and i < cl[i] < n and i < cr[i] < n and 0 <= feat[i] < d
+            if not ok:
+                break
+    if not ok:
+        raise ValueError("tree model parameters are inconsistent (shapes, children, features or values)")
+    return {"cl": cl, "cr": cr, "f": [max(f, 0) for f in feat], "thr": thr, "v": value}
+
+
+def _pad(trees: list[dict], key: str, fill) -> list:
+    """One key of several trees' arrays, each padded to the largest tree, concatenated."""
+    width = max(len(t[key]) for t in trees)
+    return [v for t in trees for v in t[key] + [fill] * (width - len(t[key]))]
+
+
+def flat_params(kind: str, p: dict, d_in: int, d_dev: int, k: int) -> dict:
+    """Model ``p`` of ``kind`` (``d_in`` input and ``d_dev`` device features, ``k`` variants)
+    checked, as the compiled evaluator's flat arguments; ``ValueError`` names what is wrong."""
+    d = d_in + d_dev
+    if kind == "constant":
+        if not (isinstance(p.get("label"), int) and 0 <= p["label"] < k):
+            raise ValueError("constant model with an invalid label")
+        return {"label": p["label"]}
+    if kind == "kernel":
+        centers, weights = matrix(p["centers"], d_in), None
+        if centers is not None:
+            weights = matrix(p["weights"], k, centers[1])
+        mean, scale, offset = vector(p["mean"], d_in), vector(p["scale"], d_in), vector(p["offset"], k)
+        if None in (centers, weights, mean, scale, offset) or centers[1] == 0:
+            raise ValueError("kernel model parameters have inconsistent shapes")
+        gamma = float(p["gamma"])
+        if not finite(centers[0], weights[0], offset, mean, scale, [gamma]):
+            raise ValueError("kernel model parameters are not all finite")
+        return {"mean": mean, "scale": scale, "gamma": gamma, "centers": centers[0], "weights": weights[0],
+                "offset": offset}
+    if kind == "svc":
+        n_support = ints(p["n_support"], k)
+        sv = matrix(p["support_vectors"], d)
+        coef = matrix(p["dual_coef"], sv[1], k - 1) if sv is not None else None
+        mean, scale, b = vector(p["mean"], d), vector(p["scale"], d), vector(p["intercept"], k * (k - 1) // 2)
+        log_mask = [bool(v) for v in _list(p["log_mask"])]
+        gamma = float(p["gamma"])
+        if (k < 2 or None in (n_support, sv, coef, mean, scale, b) or len(log_mask) != d
+                or sum(n_support) != sv[1] or sv[1] == 0 or not math.isfinite(gamma)):
+            raise ValueError("svc model parameters have inconsistent shapes")
+        if not finite(sv[0], coef[0], b, mean, scale):
+            raise ValueError("svc model parameters are not all finite")
+        return {"log_mask": log_mask, "mean": mean, "scale": scale, "gamma": gamma, "sv": sv[0],
+                "n_support": n_support, "dual_coef": coef[0], "intercept": b}
+    try:
+        return _flat_time_kind(kind, p, d, k)
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"{kind} model parameters are malformed: {exc!r}") from None
+
+
+def _flat_time_kind(kind: str, p: dict, d: int, k: int) -> dict:
+    """:func:`flat_params` of the time learners' kinds (see :mod:`nitro.model`)."""
+    if kind == "tree":
+        return {"n_trees": 1, **_check_tree(p, d, k)}
+    if kind == "gbt":
+        lr, init = float(p["learning_rate"]), float(p["init"])
+        if not (isinstance(p["trees"], list) and p["trees"] and math.isfinite(lr) and math.isfinite(init)):
+            raise ValueError("gbt model needs trees, a finite learning_rate and init")
+        codes = matrix(p["variant_codes"], rows=k)
+        if codes is None or not finite(codes[0]):
+            raise ValueError("gbt model needs variant_codes, one finite row per variant")
+        trees = [_check_tree(t, d + codes[2], None) for t in p["trees"]]
+        return {"n_trees": len(trees), "cl": _pad(trees, "cl", -1), "cr": _pad(trees, "cr", -1),
+                "f": _pad(trees, "f", 0), "thr": _pad(trees, "thr", 0.0), "v": _pad(trees, "v", 0.0),
+                "lr": lr, "init": init, "codes": codes[0], "n_variants": k, "f32": bool(p.get("x_float32", True))}
+    if kind == "linear":
+        coef = matrix(p["coef"], k, d)
+        mean, scale, b = vector(p["mean"], d), vector(p["scale"], d), vector(p["intercept"], k)
+        log_mask = [bool(v) for v in _list(p["log_mask"])]
+        if (None in (coef, mean, scale, b) or len(log_mask) != d or p["choose"] not in ("max", "min")
+                or not finite(coef[0], b, mean, scale)):
+            raise ValueError("linear model parameters have inconsistent shapes or are not finite")
+        return {"log_mask": log_mask, "mean": mean, "scale": scale, "coef": coef[0], "intercept": b,
+                "choose_max": p["choose"] == "max"}
+    if kind == "intervals":
+        thr, labels = vector(p["thresholds"]), _list(p["labels"])
+        if not (isinstance(p["feature"], int) and 0 <= p["feature"] < d and len(labels) == len(thr) + 1
+                and finite(thr) and all(a < b for a, b in zip(thr, thr[1:]))
+                and all(isinstance(v, int) and 0 <= v < k for v in labels)):
+            raise ValueError("intervals model: feature, ascending finite thresholds and one more label needed")
+        return {"feature": p["feature"], "thresholds": thr, "labels": list(labels)}
+    raise ValueError(f"unknown model kind {kind!r}")
