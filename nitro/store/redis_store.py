@@ -4,6 +4,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import operator
 from typing import Iterable, Iterator, Mapping
 
 import redis
@@ -11,7 +12,7 @@ from redis.exceptions import NoPermissionError, RedisClusterException
 
 from ..measurement import TrainingRow
 from . import keys
-from .rowcodec import decode_rows, encode_rows
+from .rowcodec import decode_rows, decoder_for, encode_rows
 from .connection import StoreError, clean, connect, describe
 
 
@@ -154,18 +155,18 @@ class Store:
         """The device's training rows, each validated (a StoreError names a bad one), about
         :attr:`BATCH` at a time in no particular order; memory holds one batch. An input may
         come twice when rows are written meanwhile (HSCAN's guarantee): the later is as new."""
-        self.meta(computation)
-        where = f"{computation}/{device_id}"
+        meta = self.meta(computation)
+        where, decode = f"{computation}/{device_id}", decoder_for(meta)
         for batch in self._scan_rows(computation, device_id):
-            yield decode_rows(where, batch)
+            yield decode_rows(where, batch, decode)
 
     def rows(self, computation: str, device_id: str) -> list[TrainingRow]:
         """The device's training rows, each validated (a StoreError names a bad one), in
         input-id order."""
-        found = {}      # by input id: HSCAN may repeat a field
+        found, input_id = {}, operator.attrgetter("input_id")     # by input id: HSCAN may repeat a field
         for batch in self.scan_rows(computation, device_id):
-            found.update((r.input_id, r) for r in batch)
-        return [found[i] for i in sorted(found)]   # str order is the UTF-8 fields' byte order
+            found.update(zip(map(input_id, batch), batch))
+        return sorted(found.values(), key=input_id)   # str order is the UTF-8 fields' byte order
 
     def recorded_inputs(self, computation: str, device_id: str) -> set[str]:
         return {f.decode() for f in self._call(self.client.hkeys, keys.rows(computation, device_id))}

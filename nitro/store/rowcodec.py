@@ -3,18 +3,19 @@ million, so the common case runs in C (msgspec) and the rare one explains itself
 
 Writing: a row that could not be read back is refused (a :class:`ValueError` naming the row
 and the problem) before anything is sent. Reading: each stored value is parsed and
-type-checked in one C call against :class:`_Stored`; a value it rejects is read again through
+type-checked in one C call (:func:`decoder`); a value it rejects is read again through
 :meth:`TrainingRow.from_dict`, which accepts what nitro has always accepted (an integer time, a
 number written as text) and names the problem otherwise. The C check accepts only rows that
 ``from_dict`` accepts with the same result, so both paths give the same rows.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
 import numbers
-from typing import Annotated
+from typing import Annotated, Any, Callable, Literal, Union
 
 import msgspec
 
@@ -27,14 +28,30 @@ _Finite = Annotated[float, msgspec.Meta(ge=-_MAX, le=_MAX)]
 _Seconds = Annotated[float, msgspec.Meta(ge=0.0, le=_MAX)]
 
 
-class _Stored(msgspec.Struct, gc=False):
-    """A stored row (schema 1) as the C decoder checks it; unknown keys (``best``) are skipped."""
+@functools.lru_cache(maxsize=64)
+def decoder(features: tuple[str, ...] = (), variants: tuple[str, ...] = ()) -> Callable[[bytes], Any]:
+    """The C decoder of one computation's stored rows (schema 1; unknown keys such as ``best``
+    are skipped). Its feature and variant names are literals, so every row's dicts share one
+    key object per name (msgspec's own key cache has 512 slots: names that collide there would
+    be a new string in every row); a row naming another is left to the reference reading."""
+    def names(known):
+        return Literal[known] if known else str
+    stored = msgspec.defstruct("StoredRow", [
+        ("input", Annotated[str, msgspec.Meta(min_length=1)]),
+        ("features", dict[names(features), _Finite]),
+        ("times", dict[names(variants), Union[_Seconds, None]]),
+        ("failed", dict[names(variants), str], {}),
+        ("schema", Annotated[int, msgspec.Meta(le=keys.SCHEMA_VERSION)], 1)], gc=False)
+    return msgspec.json.Decoder(stored).decode
 
-    input: Annotated[str, msgspec.Meta(min_length=1)]
-    features: dict[str, _Finite]
-    times: dict[str, _Seconds | None]
-    failed: dict[str, str] = {}
-    schema: Annotated[int, msgspec.Meta(le=keys.SCHEMA_VERSION)] = 1
+
+def decoder_for(meta: dict) -> Callable[[bytes], Any]:
+    """The :func:`decoder` of a computation with metadata ``meta`` (generic names where its
+    lists are not lists of names)."""
+    def names(key):
+        known = meta.get(key)
+        return tuple(known) if isinstance(known, list) and all(isinstance(n, str) for n in known) else ()
+    return decoder(names("features"), names("variants"))
 
 
 def _number(obj):
@@ -46,7 +63,6 @@ def _number(obj):
     raise TypeError(f"a {type(obj).__name__} is not a number")
 
 
-_decode = msgspec.json.Decoder(_Stored).decode
 _encode = msgspec.json.Encoder(enc_hook=_number).encode
 
 
@@ -101,23 +117,24 @@ def _problem(row: TrainingRow) -> str | None:
     return None
 
 
-def decode_rows(where: str, batch: list[tuple[bytes, bytes]]) -> list[TrainingRow]:
-    """The rows stored in ``batch`` (hash field, value), validated; a :class:`StoreError`
-    names ``where`` (computation/device) and the field of a bad one."""
+def decode_rows(where: str, batch: list[tuple[bytes, bytes]], decode=decoder()) -> list[TrainingRow]:
+    """The rows stored in ``batch`` (hash field, value), validated by ``decode`` (a
+    :func:`decoder`); a :class:`StoreError` names ``where`` (computation/device) and the field
+    of a bad one."""
     try:
-        stored = list(map(_decode, [v for _, v in batch]))
+        stored = list(map(decode, [v for _, v in batch]))
     except msgspec.MsgspecError:   # one is not the common case: each on its own, to name it
-        return [decode_row(where, field, value) for field, value in batch]
+        return [decode_row(where, field, value, decode) for field, value in batch]
     # msgspec refuses lone surrogates, so every id encodes
     if list(map(str.encode, [s.input for s in stored])) != [f for f, _ in batch]:
-        return [decode_row(where, field, value) for field, value in batch]
+        return [decode_row(where, field, value, decode) for field, value in batch]
     return [TrainingRow(s.input, s.features, s.times, s.failed) for s in stored]
 
 
-def decode_row(where: str, field: bytes, value: bytes) -> TrainingRow:
+def decode_row(where: str, field: bytes, value: bytes, decode=decoder()) -> TrainingRow:
     """The row stored as ``value`` under hash field ``field``, validated (see :func:`decode_rows`)."""
     try:
-        s = _decode(value)
+        s = decode(value)
     except msgspec.MsgspecError:
         row = _decode_slowly(where, field, value)
     else:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from nitro.measurement import TrainingRow
 from nitro.store import StoreError
-from nitro.store.rowcodec import _decode, _decode_slowly, decode_rows, encode_rows
+from nitro.store.rowcodec import _decode_slowly, decode_rows, decoder, encode_rows
 
 scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=4)
 values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
@@ -24,16 +24,25 @@ row_like = st.fixed_dictionaries(
 
 
 @settings(max_examples=400, deadline=None)
-@given(data=row_like)
-def test_the_fast_path_accepts_only_what_the_reference_reading_accepts_with_the_same_row(data):
+@given(data=row_like, named=st.booleans())
+def test_the_fast_path_accepts_only_what_the_reference_reading_accepts_with_the_same_row(data, named):
     raw = json.dumps(data, allow_nan=True).encode()
     try:
-        fast = _decode(raw)
+        fast = decoder(("", "a", "b", "N"), ("a", "b"))(raw) if named else decoder()(raw)
     except Exception:
         return      # the batch is then read by the reference path itself
     slow = _decode_slowly("c/d", b"f", raw)
     assert TrainingRow(fast.input, fast.features, fast.times, fast.failed) == slow
     assert all(type(v) is float for v in fast.features.values())
+
+
+def test_a_computations_names_are_one_object_in_every_row_and_other_names_still_read():
+    rows = [TrainingRow(f"in{i}", {"rows": 1.0, "cols": 2.0}, {"coo": 1.0, "sellp": None}) for i in range(3)]
+    batch = [(r.input_id.encode(), raw) for r, raw in zip(rows, encode_rows(rows))]
+    named = decode_rows("c/d", batch, decoder(("rows", "cols"), ("coo", "sellp")))
+    assert named == rows
+    assert all(a is b for r in named[1:] for a, b in zip([*r.features, *r.times], [*named[0].features, *named[0].times]))
+    assert decode_rows("c/d", batch, decoder(("rows",), ("coo",))) == rows    # a name not declared: read all the same
 
 
 def test_a_bad_row_in_a_batch_is_named_and_the_good_ones_read_alike():
