@@ -15,6 +15,12 @@ import pandas as pd
 from .measurement import TrainingRow
 
 
+def device_feature_names(devices: pd.DataFrame) -> list[str]:
+    """The numeric columns of a device table: the features learners may use."""
+    types = pd.api.types
+    return [c for c in devices.columns if types.is_numeric_dtype(devices[c]) and not types.is_bool_dtype(devices[c])]
+
+
 @dataclass
 class Measurements:
     """``times``: DataFrame indexed by (device, input) with one column per variant (NaN = not
@@ -29,9 +35,7 @@ class Measurements:
     @property
     def device_feature_names(self) -> list[str]:
         """The numeric columns of :attr:`devices`: the features learners may use."""
-        types = pd.api.types
-        return [c for c in self.devices.columns
-                if types.is_numeric_dtype(self.devices[c]) and not types.is_bool_dtype(self.devices[c])]
+        return device_feature_names(self.devices)
 
     @property
     def metadata_names(self) -> list[str]:
@@ -99,14 +103,34 @@ class Measurements:
         return cls(times, inputs, devices if devices is not None else pd.DataFrame())
 
 
-def _read_csv(directory: Path, stem: str) -> pd.DataFrame:
+IDS = {"device": str, "input": str, "variant": str}   # ids read as written: "007" stays "007", never 7.0
+
+
+def csv_path(directory: Path, stem: str) -> Path:
+    """``<stem>.csv`` or ``<stem>.csv.gz`` in ``directory``."""
     for name in (f"{stem}.csv", f"{stem}.csv.gz"):
         if (directory / name).exists():
-            try:
-                return pd.read_csv(directory / name)
-            except (ValueError, OSError, EOFError) as exc:   # ParserError, EmptyDataError, bad gzip, encoding
-                raise ValueError(f"{directory / name}: not a readable CSV file: {exc}") from None
+            return directory / name
     raise FileNotFoundError(f"{directory} has no {stem}.csv or {stem}.csv.gz")
+
+
+def _read_csv(directory: Path, stem: str) -> pd.DataFrame:
+    path = csv_path(directory, stem)
+    try:
+        return pd.read_csv(path, dtype=IDS)
+    except (ValueError, OSError, EOFError) as exc:   # ParserError, EmptyDataError, bad gzip, encoding
+        raise ValueError(f"{path}: not a readable CSV file: {exc}") from None
+
+
+def read_csv_chunks(directory: Path, stem: str, lines: int):
+    """``<stem>.csv[.gz]`` as DataFrames of ``lines`` rows each, so that memory holds one chunk
+    whatever the file's size; errors as :func:`_read_csv`'s (a parse error names its line)."""
+    path = csv_path(directory, stem)
+    try:
+        with pd.read_csv(path, dtype=IDS, chunksize=lines) as reader:
+            yield from reader
+    except (ValueError, OSError, EOFError) as exc:
+        raise ValueError(f"{path}: not a readable CSV file: {exc}") from None
 
 
 def is_numeric_column(values: pd.Series) -> bool:
@@ -158,10 +182,14 @@ def load_dataset_dir(directory) -> Measurements:
     inputs = inputs.loc[:, inputs.notna().any()]
     bad = ~np.isfinite(inputs.to_numpy(dtype=float)).all(axis=1)
     inputs = inputs[~bad]
+    times = times[times.index.get_level_values(1).isin(inputs.index)]
+    return Measurements(times.sort_index(), inputs.sort_index(), load_devices(directory))
+
+
+def load_devices(directory: Path) -> pd.DataFrame:
+    """``devices.csv[.gz]`` indexed by device: numeric columns are features, text is metadata."""
     devices = _read_csv(directory, "devices")
     if "device" not in devices.columns:
         raise ValueError(f"{directory}/devices: needs a 'device' column")
     devices["device"] = devices["device"].astype(str)
-    devices = split_device_columns(devices.set_index("device"))
-    times = times[times.index.get_level_values(1).isin(inputs.index)]
-    return Measurements(times.sort_index(), inputs.sort_index(), devices)
+    return split_device_columns(devices.set_index("device"))

@@ -1,84 +1,212 @@
 """Moving a computation between the store and a dataset directory (CSV layout of
-``devices.csv``, ``inputs.csv``, ``measurements.csv``, as in the shared SpMV dataset)."""
+``devices.csv``, ``inputs.csv``, ``measurements.csv``, as in the shared SpMV dataset), streamed:
+the CSV files, or the store's rows, are read a chunk at a time into a scratch SQLite database on
+disk, which sorts and groups them, so memory does not grow with the data (``devices.csv``, one
+line per device, is read whole)."""
 from __future__ import annotations
 
-import math
+import contextlib
+import csv
+import itertools
+import sqlite3
+import statistics
+import tempfile
+from operator import itemgetter
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..dataset import Measurements, load_dataset_dir
+from ..dataset import csv_path, device_feature_names, load_devices, read_csv_chunks
 from ..measurement import TrainingRow
 from .redis_store import Store
 
+CHUNK = 20_000      # CSV lines held in memory at a time (a few MB, however wide the file)
+_MAX = 1.7976931348623157e308
 
+
+@contextlib.contextmanager
+def _scratch():
+    """A throwaway SQLite database in a temporary directory: no journal and no fsync (nothing in
+    it outlives the call); it sorts and indexes on disk within a page cache of a few MB."""
+    with tempfile.TemporaryDirectory(prefix="nitro-csv-") as tmp:
+        db = sqlite3.connect(Path(tmp) / "scratch.db")
+        try:
+            db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA temp_store=FILE;")
+            yield db
+        finally:
+            db.close()
+
+
+# -- export -------------------------------------------------------------------------------------
 def export_computation(store: Store, computation: str, directory) -> dict:
-    """Write ``computation``'s rows and its devices' features to ``directory``."""
-    meta = store.meta(computation)
+    """Write ``computation``'s rows and its devices' features to ``directory``: measurements
+    sorted by device and input, each input's features once (from the first device, in name
+    order, that has it). Rows are read a store batch at a time into the scratch database, and
+    no file is written before all of them were read."""
+    features = store.meta(computation)["features"]
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    meas, inputs, devs = [], {}, []
-    for device in store.devices(computation):
-        for row in store.rows(computation, device):
-            inputs.setdefault(row.input_id, row.features)
-            meas.extend({"device": device, "input": row.input_id, "variant": v, "time_s": t}
-                        for v, t in row.times.items() if t is not None)
-        rec = store.device(device, missing_ok=True) or {}
-        features = {k: v.get("value") for k, v in rec.items()}
-        metadata = {k: v for k, v in store.device_metadata(device).items() if k not in features}
-        devs.append({"device": device, **metadata, **features})
-    pd.DataFrame(meas, columns=["device", "input", "variant", "time_s"]).to_csv(
-        directory / "measurements.csv", index=False)
-    pd.DataFrame([{"input": i, **{f: feats.get(f) for f in meta["features"]}} for i, feats in inputs.items()],
-                 columns=["input", *meta["features"]]).to_csv(directory / "inputs.csv", index=False)
+    with _scratch() as db:
+        columns = "".join(f", f{k} REAL" for k in range(len(features)))
+        db.execute(f"CREATE TABLE inputs (input TEXT PRIMARY KEY{columns}) WITHOUT ROWID")
+        db.execute("CREATE TABLE meas (device TEXT, input TEXT, k INTEGER, variant TEXT, time REAL)")
+        add_input = f"INSERT OR IGNORE INTO inputs VALUES (?{', ?' * len(features)})"
+        devs = []
+        for device in store.devices(computation):
+            for batch in store.scan_rows(computation, device):
+                with db:
+                    db.executemany(add_input, ([r.input_id, *map(r.features.get, features)] for r in batch))
+                    db.executemany("INSERT INTO meas VALUES (?, ?, ?, ?, ?)",
+                                   ((device, r.input_id, k, v, t) for r in batch
+                                    for k, (v, t) in enumerate(r.times.items()) if t is not None))
+            rec = store.device(device, missing_ok=True) or {}
+            values = {k: v.get("value") for k, v in rec.items()}
+            metadata = {k: v for k, v in store.device_metadata(device).items() if k not in values}
+            devs.append({"device": device, **metadata, **values})
+        directory.mkdir(parents=True, exist_ok=True)
+        measurements = _write_csv(directory / "measurements.csv", ["device", "input", "variant", "time_s"],
+                                  db.execute("SELECT device, input, variant, time FROM meas GROUP BY device, input, k "   # HSCAN may give
+                                             "ORDER BY device, input, k"))                              # an input twice
+        inputs = _write_csv(directory / "inputs.csv", ["input", *features],
+                            db.execute("SELECT * FROM inputs ORDER BY input"))
     pd.DataFrame(devs).to_csv(directory / "devices.csv", index=False)
-    return {"devices": len(devs), "inputs": len(inputs), "measurements": len(meas)}
+    return {"devices": len(devs), "inputs": inputs, "measurements": measurements}
 
 
-def _device_record(data: Measurements, device: str) -> tuple[dict, dict]:
+def _write_csv(path: Path, header: list[str], cursor) -> int:
+    """The cursor's rows below ``header`` (None: an empty cell, as pandas writes NaN); their count."""
+    count = 0
+    with open(path, "w", newline="") as f:
+        out = csv.writer(f, lineterminator="\n")
+        out.writerow(header)
+        while rows := cursor.fetchmany(10_000):
+            out.writerows(rows)
+            count += len(rows)
+    return count
+
+
+# -- import -------------------------------------------------------------------------------------
+def import_computation(store: Store, computation: str, directory, variants=None, features=None) -> dict:
+    """Read a dataset directory into the store under ``computation``, as
+    :func:`nitro.dataset.load_dataset_dir` reads it (repeated measurements: their median; inputs
+    with a non-finite feature dropped), streamed: the CSV files go :data:`CHUNK` lines at a time
+    into the scratch database and are checked whole before anything is written; then each
+    device's rows, grouped back by input, are written in transactions of ``Store.BATCH`` rows.
+
+    A bad directory writes nothing. A store failure while writing (connection lost, out of
+    memory, a permission refused) leaves the computation declared, device records, and the
+    transactions acknowledged before it: whole rows, each replacing the same input's row; no
+    other row is touched. Running the same import again completes it, with the result of one
+    import."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise FileNotFoundError(f"dataset directory {directory} does not exist")
+    with _scratch() as db:
+        found = _spool_measurements(db, directory)
+        columns = _spool_inputs(db, directory)
+        devices = load_devices(directory)
+        variants = list(variants) if variants else found
+        features = list(features) if features else list(columns)
+        missing = set(features) - set(columns)
+        if missing:
+            raise ValueError(f"{directory}: inputs have no features {sorted(missing)}")
+        if not variants:
+            raise ValueError(f"{directory}: no valid measurement (a finite, positive time_s) of any variant")
+        if not features:
+            raise ValueError(f"{directory}/inputs: no numeric input-feature column")
+        db.execute("CREATE TABLE chosen (variant TEXT PRIMARY KEY)")
+        db.executemany("INSERT OR IGNORE INTO chosen VALUES (?)", [(v,) for v in variants])
+        measured = [d for (d,) in db.execute(
+            "SELECT DISTINCT m.device FROM meas m JOIN inputs i ON i.input = m.input "
+            "WHERE m.time IS NOT NULL ORDER BY m.device")]
+        (written,) = db.execute(
+            "SELECT COUNT(*) FROM (SELECT DISTINCT m.device, m.input FROM meas m JOIN inputs i ON i.input = m.input "
+            "JOIN chosen c ON c.variant = m.variant WHERE m.time IS NOT NULL)").fetchone()
+        if not written:
+            raise ValueError(f"{directory}: no input has both finite features and a measurement")
+        store.declare(computation, variants, features)
+        for device in measured:
+            if device in devices.index:
+                record, metadata = _device_record(devices, device)
+                store.put_device(device, record, replace=False)
+                store.put_device_metadata(device, metadata)
+            store.put_rows(computation, device, _rows(db, device, [columns[f] for f in features], features, variants))
+    return {"devices": len(measured), "rows": written}
+
+
+def _spool_measurements(db: sqlite3.Connection, directory: Path) -> list[str]:
+    """``measurements.csv`` into table ``meas`` (device, input, variant, time: NULL where not a
+    finite, positive number); the variants with a time, sorted."""
+    db.execute("CREATE TABLE meas (device TEXT, input TEXT, variant TEXT, time REAL)")
+    need, found = {"device", "input", "variant", "time_s"}, set()
+    for chunk in read_csv_chunks(directory, "measurements", CHUNK):
+        if not need <= set(chunk.columns):
+            raise ValueError(f"{directory}/measurements: needs columns {sorted(need)}, has {list(chunk.columns)}")
+        chunk = chunk.dropna(subset=["device", "input", "variant"])   # a row naming nothing is dropped
+        time = pd.to_numeric(chunk["time_s"], errors="coerce").astype(float)
+        time = time.where(np.isfinite(time) & (time > 0))              # NaN: stored as NULL
+        found.update(chunk["variant"][time.notna()].unique().tolist())
+        with db:
+            db.executemany("INSERT INTO meas VALUES (?, ?, ?, ?)",
+                           zip(*(chunk[c].tolist() for c in ("device", "input", "variant")), time.tolist()))
+    db.execute("CREATE INDEX meas_by_device ON meas (device, input)")
+    return sorted(found)
+
+
+def _spool_inputs(db: sqlite3.Connection, directory: Path) -> dict[str, str]:
+    """``inputs.csv`` into table ``inputs`` (input, f0, f1, ...: each column as a number, NULL
+    where it is not one), keeping the inputs whose every column with a number somewhere is
+    finite; ``{column: table column}`` of those columns."""
+    path, names, numeric = csv_path(directory, "inputs"), None, None
+    for chunk in read_csv_chunks(directory, "inputs", CHUNK):
+        if "input" not in chunk.columns:
+            raise ValueError(f"{directory}/inputs: needs an 'input' column")
+        if names is None:
+            names = [c for c in chunk.columns if c != "input"]
+            numeric = np.zeros(len(names), dtype=bool)
+            db.execute(f"CREATE TABLE inputs (input TEXT PRIMARY KEY{''.join(f', f{k} REAL' for k in range(len(names)))})")
+        chunk = chunk.dropna(subset=["input"])
+        values = chunk[names].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+        numeric |= ~np.isnan(values).all(axis=0)
+        try:
+            with db:    # one transaction per chunk: rolled back whole on a repeated input
+                db.executemany(f"INSERT INTO inputs VALUES (?{', ?' * len(names)})",
+                               ([i, *v] for i, v in zip(chunk["input"].tolist(), values.tolist())))
+        except sqlite3.IntegrityError:
+            raise ValueError(f"{path}: input {_repeated(db, chunk['input'])!r} appears more than once") from None
+    kept = [k for k in range(len(names)) if numeric[k]]
+    if kept:
+        db.execute("DELETE FROM inputs WHERE " + " OR ".join(f"f{k} IS NULL OR f{k} NOT BETWEEN -? AND ?" for k in kept),
+                   [_MAX] * (2 * len(kept)))
+    return {names[k]: f"f{k}" for k in kept}
+
+
+def _repeated(db: sqlite3.Connection, ids: pd.Series) -> str:
+    """An input id that ``ids`` repeats, or that table ``inputs`` already holds."""
+    twice = ids[ids.duplicated()]
+    if len(twice):
+        return twice.iloc[0]
+    return next(i for i in ids if db.execute("SELECT 1 FROM inputs WHERE input = ?", (i,)).fetchone())
+
+
+def _rows(db: sqlite3.Connection, device: str, columns: list[str], features: list[str], variants: list[str]):
+    """The device's training rows, in input order: each input's chosen features, and each chosen
+    variant's time (the median of its measurements; None where it has none)."""
+    query = (f"SELECT m.input, m.variant, m.time, {', '.join('i.' + c for c in columns)} FROM meas m "
+             "JOIN inputs i ON i.input = m.input JOIN chosen c ON c.variant = m.variant "
+             "WHERE m.device = ? AND m.time IS NOT NULL ORDER BY m.input")
+    for input_id, group in itertools.groupby(db.execute(query, (device,)), key=itemgetter(0)):
+        samples: dict[str, list[float]] = {}
+        for first in group:     # every line of the group holds the input's features
+            samples.setdefault(first[1], []).append(first[2])
+        yield TrainingRow(input_id, dict(zip(features, first[3:])),
+                          {v: statistics.median(samples[v]) if v in samples else None for v in variants})
+
+
+def _device_record(devices: pd.DataFrame, device: str) -> tuple[dict, dict]:
     """A device's feature record (its finite numeric columns) and its metadata (its text
     columns: ``vendor``, ``kind``, ``arch``, ...), which the store keeps apart."""
-    row = data.devices.loc[device]
-    features = {k: {"value": float(row[k]), "unit": "", "source": "datasheet"}
-                for k in data.device_feature_names if np.isfinite(row[k])}
-    metadata = {k: row[k] for k in data.metadata_names if isinstance(row[k], str) and row[k]}
+    row, names = devices.loc[device], device_feature_names(devices)
+    features = {k: {"value": float(row[k]), "unit": "", "source": "datasheet"} for k in names if np.isfinite(row[k])}
+    metadata = {k: row[k] for k in devices.columns if k not in names and isinstance(row[k], str) and row[k]}
     return features, metadata
-
-
-def import_computation(store: Store, computation: str, directory, variants=None, features=None) -> dict:
-    """Read a dataset directory into the store under ``computation``. Validation happens
-    before anything is written; each device's rows are written in transactions of
-    ``Store.BATCH`` rows."""
-    data = load_dataset_dir(directory)
-    variants = list(variants) if variants else data.variants
-    features = list(features) if features else list(data.inputs.columns)
-    missing = set(features) - set(data.inputs.columns)
-    if missing:
-        raise ValueError(f"{directory}: inputs have no features {sorted(missing)}")
-    if not variants:
-        raise ValueError(f"{directory}: no valid measurement (a finite, positive time_s) of any variant")
-    if not features:
-        raise ValueError(f"{directory}/inputs: no numeric input-feature column")
-    inputs = data.inputs[features]
-    rows_by_device, device_records, device_metadata = {}, {}, {}
-    for device in data.device_ids:
-        times = data.for_device(device).reindex(columns=variants)
-        times = times[times.index.isin(inputs.index) & times.notna().any(axis=1)]
-        feats = inputs.loc[times.index].to_numpy(dtype=float)
-        rows_by_device[device] = [
-            TrainingRow(str(iid), dict(zip(features, f.tolist())),
-                        {v: (None if not math.isfinite(t) else float(t)) for v, t in zip(variants, tt)})
-            for iid, f, tt in zip(times.index, feats, times.to_numpy(dtype=float))]
-        if device in data.devices.index:
-            device_records[device], device_metadata[device] = _device_record(data, device)
-    written = sum(len(r) for r in rows_by_device.values())
-    if not written:
-        raise ValueError(f"{directory}: no input has both finite features and a measurement")
-    store.declare(computation, variants, features)
-    for device, rows in rows_by_device.items():
-        if device in device_records:
-            store.put_device(device, device_records[device], replace=False)
-            store.put_device_metadata(device, device_metadata[device])
-        store.put_rows(computation, device, rows)
-    return {"devices": len(data.device_ids), "rows": written}

@@ -73,3 +73,109 @@ def test_device_metadata_must_be_text(store):
     with pytest.raises(ValueError, match="non-empty strings"):
         store.put_device_metadata("d", {"kind": 3})
     assert store.device_metadata("d") == {}
+
+
+def _tricky_dataset(directory, inputs=12):
+    """A directory that exercises every rule of the reading: ids that look like numbers, a
+    feature column with no number, an input with a missing feature, repeated measurements
+    (their median), times that are no valid time, an input without features, and measurement
+    lines out of order, so that an input's lines fall in different chunks."""
+    directory.mkdir()
+    pd.DataFrame({"device": ["007", "d2"], "kind": ["gpu", "cpu"], "cores": [10, 2]}).to_csv(directory / "devices.csv", index=False)
+    ids = [f"0{i}" for i in range(inputs)]
+    pd.DataFrame({"input": ids, "N": [float(i) if i != 3 else None for i in range(inputs)],
+                  "S": [0.5] * inputs, "note": ["x"] * inputs}).to_csv(directory / "inputs.csv", index=False)
+    lines = [{"device": d, "input": i, "variant": v, "time_s": 1.0 + k + (v == "b")}
+             for d in ("007", "d2") for k, i in enumerate(ids + ["ghost"]) for v in ("a", "b")]
+    lines += [{"device": "007", "input": "00", "variant": "a", "time_s": 5.0},      # median of 1, 5, 9: 5
+              {"device": "007", "input": "00", "variant": "a", "time_s": 9.0},
+              {"device": "d2", "input": "01", "variant": "b", "time_s": -1.0},      # no valid time
+              {"device": "d2", "input": "02", "variant": "b", "time_s": "fast"},
+              {"device": "d2", "input": "02", "variant": "c", "time_s": 0.0}]       # c has no valid time
+    pd.DataFrame(lines[::-1]).to_csv(directory / "measurements.csv", index=False)
+    return directory
+
+
+def test_streamed_import_reads_what_load_dataset_dir_reads(store, tmp_path, monkeypatch):
+    import nitro.store.csv_io as csv_io
+    monkeypatch.setattr(csv_io, "CHUNK", 5)       # many chunks: an input's lines are spread over them
+    src = _tricky_dataset(tmp_path / "src")
+    assert import_computation(store, "t", src) == {"devices": 2, "rows": 22}
+    ref = load_dataset_dir(src)
+    assert store.meta("t") == {"variants": ["a", "b"], "features": ["N", "S"]} == \
+        {"variants": ref.variants, "features": list(ref.inputs.columns)}
+    assert store.devices("t") == ["007", "d2"] == ref.device_ids
+    for device in ref.device_ids:
+        times = ref.for_device(device)
+        rows = store.rows("t", device)
+        assert [r.input_id for r in rows] == list(times.index) and "03" not in times.index
+        for r in rows:
+            assert r.features == ref.inputs.loc[r.input_id].to_dict()
+            assert r.times == {v: (None if pd.isna(t) else t) for v, t in times.loc[r.input_id].items()}
+    assert store.rows("t", "007")[0].times["a"] == 5.0 and store.rows("t", "d2")[1].times["b"] == 3.0   # -1 s: no time
+    assert store.device("007")["cores"]["value"] == 10 and store.device_metadata("007") == {"kind": "gpu"}
+
+
+def test_a_bad_line_far_into_a_file_or_a_repeated_input_writes_nothing(store, tmp_path, monkeypatch):
+    import nitro.store.csv_io as csv_io
+    monkeypatch.setattr(csv_io, "CHUNK", 5)
+    src = _tricky_dataset(tmp_path / "src", inputs=30)
+    with open(src / "measurements.csv", "a") as f:
+        f.write("d2,05,a,1.0,surplus\n")
+    lines = len((src / "measurements.csv").read_text().splitlines())
+    with pytest.raises(ValueError, match=rf"measurements.csv: not a readable CSV file: .*line {lines}"):
+        import_computation(store, "t", src)
+    _tricky_dataset(tmp_path / "again", inputs=30)
+    with open(tmp_path / "again" / "inputs.csv", "a") as f:
+        f.write("07,1.0,2.0,y\n")
+    with pytest.raises(ValueError, match=r"inputs.csv: input '07' appears more than once"):
+        import_computation(store, "t", tmp_path / "again")
+    assert store.computations() == [] and store.device_ids() == []
+
+
+def test_an_import_cut_off_by_the_store_leaves_whole_rows_and_completes_when_run_again(redis_server, tmp_path,
+                                                                                     monkeypatch):
+    """The store refuses half-way (a real server; here an ACL user whose keys stop at the
+    second device's rows): the transactions acknowledged hold whole rows of the import, the
+    rows recorded before are untouched, and the same import run again gives one import's rows."""
+    from nitro.store import Store, StoreError
+    monkeypatch.setattr(Store, "BATCH", 4)
+    server = redis_server()
+    admin = Store(server.url)
+    src = _tricky_dataset(tmp_path / "src", inputs=30)
+    import_computation(admin, "clean", src)
+    full = {d: admin.rows("clean", d) for d in admin.devices("clean")}
+    old = TrainingRow("recorded-before", {"N": 1.0, "S": 2.0}, {"a": 3.0, "b": None})
+    admin.declare("t", ["a", "b"], ["N", "S"])
+    admin.put_rows("t", "d2", [old])
+    admin.client.execute_command("ACL", "SETUSER", "cut", "on", ">pw", "+@all", "~nitro:schema", "~nitro:computations",
+                                 "~nitro:devices", "~nitro:device:*", "~nitro:device_metadata:*", "~nitro:{t}:meta",
+                                 "~nitro:{t}:devices", "~nitro:{t}:rows:007")
+    with pytest.raises(StoreError, match="lacks a permission"):
+        import_computation(Store(server.url.replace("redis://", "redis://cut:pw@")), "t", src)
+    assert admin.rows("t", "007") == full["007"]                 # written whole, in transactions of 4
+    assert admin.rows("t", "d2") == [old]                          # refused: nothing of it written
+    import_computation(admin, "t", src)
+    assert admin.rows("t", "007") == full["007"] and admin.rows("t", "d2") == sorted(
+        full["d2"] + [old], key=lambda r: r.input_id)
+
+
+def test_streamed_export_is_sorted_and_round_trips_through_many_store_batches(store, tmp_path, monkeypatch):
+    from nitro.store import Store
+    monkeypatch.setattr(Store, "BATCH", 7)
+    import_computation(store, "t", _tricky_dataset(tmp_path / "src", inputs=40))
+    assert export_computation(store, "t", tmp_path / "out") == {"devices": 2, "inputs": 39, "measurements": 156}
+    meas = pd.read_csv(tmp_path / "out" / "measurements.csv", dtype=str)
+    assert list(zip(meas["device"], meas["input"])) == sorted(zip(meas["device"], meas["input"]))
+    assert pd.read_csv(tmp_path / "out" / "inputs.csv", dtype={"input": str})["input"].is_monotonic_increasing
+    import_computation(store, "back", tmp_path / "out")
+    assert all(store.rows("back", d) == store.rows("t", d) for d in store.devices("t"))
+
+
+def test_ids_are_read_as_written():
+    """"007" stays "007" (pandas would read 7, or 7.0 in a column with an empty cell)."""
+    import tempfile
+    from pathlib import Path
+    with tempfile.TemporaryDirectory() as tmp:
+        data = load_dataset_dir(_tricky_dataset(Path(tmp) / "d"))
+    assert data.device_ids == ["007", "d2"] and "00" in data.inputs.index
