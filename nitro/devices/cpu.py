@@ -1,10 +1,16 @@
-"""CPU features from the operating system (``/proc``, ``/sys``, ``os``)."""
+"""CPU features from the operating system (``/proc``, ``/sys``, ``os``). Plain ``open`` and
+``glob`` rather than ``pathlib``: :func:`cpu_device_id` is on the run time's path (a bundle
+finds this machine's model by it), which imports nothing it does not need."""
 from __future__ import annotations
 
 import os
 import re
 from functools import lru_cache
-from pathlib import Path
+
+
+def _read(path: str) -> str:
+    with open(path) as f:
+        return f.read()
 
 
 def _slug(text: str) -> str:
@@ -15,7 +21,7 @@ def _slug(text: str) -> str:
 def _cpuinfo() -> dict[str, str]:
     info: dict[str, str] = {}
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
+        for line in _read("/proc/cpuinfo").splitlines():
             if ":" in line:
                 k, v = line.split(":", 1)
                 info.setdefault(k.strip(), v.strip())
@@ -25,8 +31,11 @@ def _cpuinfo() -> dict[str, str]:
 
 
 def _model_name() -> str:
+    name = _cpuinfo().get("model name")
+    if name:
+        return name
     import platform
-    return _cpuinfo().get("model name") or platform.processor() or platform.machine() or "unknown"
+    return platform.processor() or platform.machine() or "unknown"
 
 
 def cpu_device_id() -> str:
@@ -36,13 +45,14 @@ def cpu_device_id() -> str:
 
 def _cache_kb() -> dict[int, float]:
     """Total cache per level in KiB, summed over distinct cache instances."""
+    import glob
     seen, total = set(), {}
-    for index in Path("/sys/devices/system/cpu").glob("cpu[0-9]*/cache/index[0-9]*"):
+    for index in glob.glob("/sys/devices/system/cpu/cpu[0-9]*/cache/index[0-9]*"):
         try:
-            level = int((index / "level").read_text())
-            kind = (index / "type").read_text().strip()
-            shared = (index / "shared_cpu_list").read_text().strip()
-            size = (index / "size").read_text().strip()
+            level = int(_read(f"{index}/level"))
+            kind = _read(f"{index}/type").strip()
+            shared = _read(f"{index}/shared_cpu_list").strip()
+            size = _read(f"{index}/size").strip()
         except OSError:
             continue
         if kind == "Instruction" or (level, kind, shared) in seen:
@@ -54,10 +64,11 @@ def _cache_kb() -> dict[int, float]:
 
 
 def _physical_cores() -> int | None:
+    import glob
     pairs = set()
-    for cpu in Path("/sys/devices/system/cpu").glob("cpu[0-9]*/topology"):
+    for cpu in glob.glob("/sys/devices/system/cpu/cpu[0-9]*/topology"):
         try:
-            pairs.add(((cpu / "physical_package_id").read_text(), (cpu / "core_id").read_text()))
+            pairs.add((_read(f"{cpu}/physical_package_id"), _read(f"{cpu}/core_id")))
         except OSError:
             continue
     return len(pairs) or None
@@ -66,7 +77,7 @@ def _physical_cores() -> int | None:
 def _clock_mhz() -> float | None:
     for path in ("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq",):
         try:
-            return float(Path(path).read_text()) / 1000.0
+            return float(_read(path)) / 1000.0
         except (OSError, ValueError):
             pass
     mhz = _cpuinfo().get("cpu MHz")
@@ -75,7 +86,7 @@ def _clock_mhz() -> float | None:
 
 def _mem_gb() -> float | None:
     try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
+        for line in _read("/proc/meminfo").splitlines():
             if line.startswith("MemTotal:"):
                 return float(line.split()[1]) / 1024 ** 2
     except OSError:
