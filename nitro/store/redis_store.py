@@ -138,7 +138,7 @@ class Store:
         rows, key = iter(rows), keys.rows(computation, device_id)
         while batch := list(itertools.islice(rows, self.BATCH)):
             pipe = self.client.pipeline(transaction=True)
-            pipe.hset(key, mapping=dict(zip([r.input_id for r in batch], encode_rows(batch))))
+            pipe.hset(key, items=[x for pair in zip([r.input_id for r in batch], encode_rows(batch)) for x in pair])
             pipe.sadd(keys.computation_devices(computation), device_id)
             self._call(pipe.execute)
 

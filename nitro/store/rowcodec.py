@@ -74,10 +74,20 @@ def encode_rows(rows: list[TrainingRow]) -> list[bytes]:
             if problem := _problem(row):
                 raise ValueError(problem)
     try:
-        return [_encode({"input": r.input_id, "features": r.features, "times": r.times, "failed": r.failed,
-                         "best": r.best, "schema": keys.SCHEMA_VERSION}) for r in rows]
+        return [_encode(_Record(r.input_id, r.features, r.times, r.failed, r.best)) for r in rows]
     except (TypeError, msgspec.EncodeError) as exc:
         raise ValueError(f"a training row cannot be stored: {exc}") from None
+
+
+class _Record(msgspec.Struct, gc=False):
+    """A row as it is written (its keys in this order)."""
+
+    input: str
+    features: dict
+    times: dict
+    failed: dict
+    best: Union[str, None]
+    schema: int = keys.SCHEMA_VERSION
 
 
 def _storable(rows: list[TrainingRow]) -> bool:
