@@ -107,7 +107,7 @@ NITRO_EVAL_CLONES inline void squared_distances(const double* z, std::size_t d, 
         acc[q] += t * t;
       }
     }
-    std::memcpy(d2 + c0, acc, sizeof acc);
+    for (std::size_t l = 0; l < kRbfBlock; ++l) d2[c0 + l] = acc[l / 4][l % 4];
 #else
     double acc[kRbfBlock] = {};
     for (std::size_t j = 0; j < d; ++j)

@@ -1,7 +1,7 @@
 """Dispatch overhead (features + model + constraints, not the variant) against a plain
 scikit-learn ``predict`` of one sample, on a histogram selector trained here; and the compiled
-evaluator alone on RBF models of the sizes the learners export (kernel models with 800 Nyström
-centres, SVCs with thousands of support vectors) against NumPy's evaluation of one row."""
+evaluator alone on RBF models of the largest sizes the learners export (kernel models and SVCs
+at the dispatch budget, :mod:`nitro.learn.budget`) against NumPy's evaluation of one row."""
 from __future__ import annotations
 
 import platform
@@ -14,6 +14,7 @@ import numpy as np
 from ..benchmarks import histogram
 from ..bundle import Bundle
 from ..learn import SVMSelector
+from ..learn.budget import max_centres
 from ..measurement import TimingPolicy
 from ..model import SelectorModel
 from ..tuner import Autotuner
@@ -64,7 +65,8 @@ def svc_model(n_sv: int, d: int, k: int = 4, seed: int = 0, device: dict | None 
                 "intercept": (0.1 * rng.normal(size=k * (k - 1) // 2)).tolist()}).to_dict())
 
 
-RBF_CASES = (("kernel", 800, 12), ("kernel", 800, 55), ("svc", 1000, 12), ("svc", 4000, 12))
+# What the learners export at most (the dispatch budget's centres for 12, 21 and 55 features)
+RBF_CASES = tuple((kind, max_centres(d), d) for kind in ("kernel", "svc") for d in (12, 21, 55))
 
 
 def bench_rbf(calls: int = 3000, cases=RBF_CASES) -> list[dict]:

@@ -10,7 +10,9 @@ its peak resident memory is its own:
   for one device from the three others (reading the rows back from the store);
 * ``evaluate``: ``nitro evaluate`` with every method (up to ``evaluate_max`` inputs).
 
-Each step reports the exported model's size and its compiled dispatch time per call. The
+Each step reports the exported model's size, its centres (support vectors or kernel centres,
+bounded by the dispatch budget of :mod:`nitro.learn.budget`) and its compiled dispatch time
+per call. The
 reference is the run itself: the growth exponent of time in n (log-log slope from 10k on,
 1 = linear) says whether the cost stays near-linear, and the goals are checked beside it.
 """
@@ -40,8 +42,9 @@ def _dispatch_us(model, X: np.ndarray, calls: int = 2000) -> float:
 
 
 def _model_figures(model, X: np.ndarray) -> dict:
+    centres = model.params.get("centers", model.params.get("support_vectors", []))
     return {"model_kind": model.kind, "model_mb": len(json.dumps(model.to_dict())) / 1e6,
-            "dispatch_us": _dispatch_us(model, X)}
+            "dispatch_us": _dispatch_us(model, X), "centres": len(centres)}
 
 
 def run_step(step: str, directory: str) -> dict:
@@ -58,7 +61,8 @@ def run_step(step: str, directory: str) -> dict:
         est = fit_selector(SVMSelector(), data.X, data.times[0])
         out["seconds"] = time.perf_counter() - start
         model = SelectorModel.from_estimator(est, data.input_features, variants=data.variants)
-        out.update(_model_figures(model, data.X), fit_inputs=int(est.n_fit_inputs_))
+        out.update(_model_figures(model, data.X), fit_inputs=int(est.n_fit_inputs_),
+                   support_vectors_fitted=int(est.n_support_fitted_))
     elif step == "tune_from_source":
         from ..store import Store
         from ..store.csv_io import import_computation
@@ -71,8 +75,7 @@ def run_step(step: str, directory: str) -> dict:
         model = tune_from_source(store, "synthetic", m.variants, list(m.inputs.columns), target=devices[-1],
                                  sources=devices[:-1], search_based_dfs=True, progress=False)
         out["seconds"] = time.perf_counter() - start
-        out.update(_model_figures(model, m.inputs.to_numpy(dtype=float)),
-                   centres=len(model.params.get("centers", [])))
+        out.update(_model_figures(model, m.inputs.to_numpy(dtype=float)))
     elif step == "evaluate":
         from ..evaluate import evaluate
         r = evaluate(m)
@@ -146,10 +149,11 @@ def _checks(results: dict, exponents: dict) -> dict:
 
 def format_scale(r: dict) -> str:
     lines = [f"training at scale on SYNTHETIC tables ({r['devices']} devices; {r['machine']})",
-             f"{'step':<18}{'inputs':>8}{'seconds':>10}{'peak GB':>9}{'model MB':>10}{'dispatch us':>13}"]
+             f"{'step':<18}{'inputs':>8}{'seconds':>10}{'peak GB':>9}{'model MB':>10}{'centres':>9}{'dispatch us':>13}"]
     for step, by_n in r["steps"].items():
         for n, v in by_n.items():
-            model = f"{v['model_mb']:>10.2f}{v['dispatch_us']:>13.2f}" if "model_mb" in v else f"{'':>10}{'':>13}"
+            model = (f"{v['model_mb']:>10.2f}{v['centres']:>9}{v['dispatch_us']:>13.2f}" if "model_mb" in v
+                     else f"{'':>10}{'':>9}{'':>13}")
             lines.append(f"{step:<18}{n:>8}{v['seconds']:>10.1f}{v['peak_gb']:>9.2f}{model}")
     lines.append("growth exponent of time in n (from 10k): " + ", ".join(
         f"{s} {e:.2f}" if e is not None else f"{s} -" for s, e in r["growth_exponent"].items()))

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .budget import reexpression_weights, resolve_max_centres
+
 
 def rbf(A: np.ndarray, B: np.ndarray, gamma: float) -> np.ndarray:
     d2 = (A * A).sum(1)[:, None] + (B * B).sum(1)[None, :] - 2.0 * A @ B.T
@@ -34,6 +36,7 @@ def fraction_targets(times: np.ndarray) -> np.ndarray:
 EXACT_MAX = 2000        # training inputs up to which the input kernel is exact (an n×n eigenproblem)
 N_COMPONENTS = 800      # Nyström landmarks beyond: cost O(n·m²), memory O(n·m), an exported model of m centres
 CHUNK = 8192            # rows of an input kernel computed at a time
+REEXPRESS_ROWS = 20000  # training inputs an expansion is re-expressed on (a random sample beyond)
 
 
 def rbf_dot(A: np.ndarray, B: np.ndarray, gamma: float, W: np.ndarray, chunk: int = CHUNK) -> np.ndarray:
@@ -61,21 +64,27 @@ class KronKRRGrid:
     ``EXACT_MAX`` inputs (``n_components="auto"``) that is the exact n×n decomposition and
     the model's centres are the training inputs. Beyond, it is the Nyström approximation
     on ``N_COMPONENTS`` landmarks ``C`` (``U`` is n×r, r ≤ m): time and memory grow linearly
-    with n, and the exported model is an expansion over the m landmarks, whatever n: no
-    model holds more than ``EXACT_MAX`` centres. (Forced on the SpMV data's 1,069 inputs,
-    800 landmarks moved the CV-DFS ensemble by ≤0.1 point per GPU, but flipped the single
-    subset that the paper's frequency rule keeps on two GPUs, −1.6 points on its mean: the
-    exact path is kept where it is affordable. On synthetic tables of 10,000 training inputs,
-    400 landmarks lost 0.3 points against 800, and 1,600 gained 0.1.)
+    with n, and the exported model is an expansion over the m landmarks, whatever n. (Forced
+    on the SpMV data's 1,069 inputs, 800 landmarks moved the CV-DFS ensemble by ≤0.1 point per
+    GPU, but flipped the single subset that the paper's frequency rule keeps on two GPUs, −1.6
+    points on its mean: the exact path is kept where it is affordable. On synthetic tables of
+    10,000 training inputs, 400 landmarks lost 0.3 points against 800, and 1,600 gained 0.1.)
     ``n_components=None`` forces the exact path, an int forces that many landmarks.
+
+    ``max_centres`` bounds the exported expansion, so that a compiled call stays within the
+    dispatch budget (:mod:`nitro.learn.budget`; ``"auto"``: 714 centres with 12 features, 540
+    with 21): the Nyström path takes no more landmarks, and a fit with more centres (the exact
+    path) keeps its basis, so its training predictions and CV-DFS are unchanged, but exports
+    its function re-expressed on that many of them (:meth:`_reexpress`). ``None``: unbounded.
     """
 
     def __init__(self, X: np.ndarray, Y: np.ndarray, gamma_x: float | None = None,
-                 n_components: int | str | None = "auto", seed: int = 0):
+                 n_components: int | str | None = "auto", max_centres: int | str | None = "auto", seed: int = 0):
         self.X = X
         self.gamma_x = gamma_x if gamma_x is not None else 1.0 / max(X.shape[1], 1)
+        bound = resolve_max_centres(max_centres, X.shape[1])
         if n_components == "auto":
-            n_components = N_COMPONENTS if len(X) > EXACT_MAX else None
+            n_components = min(N_COMPONENTS, bound or N_COMPONENTS) if len(X) > EXACT_MAX else None
         if n_components is not None and not (isinstance(n_components, (int, np.integer)) and n_components >= 1):
             raise ValueError(f"n_components must be 'auto', None or a positive int, not {n_components!r}")
         if n_components is None or n_components >= len(X):
@@ -85,6 +94,8 @@ class KronKRRGrid:
         else:
             self._nystroem(int(n_components), seed)
         self.n_components = None if self._to_centers is None else len(self.centers)
+        if bound is not None and len(self.centers) > bound:
+            self._reexpress(bound, seed)
         self.Y = Y
         self.UtY = np.einsum("ni,nmc->imc", self.U, Y)
         self.Ut1 = self.U.sum(axis=0)
@@ -104,6 +115,23 @@ class KronKRRGrid:
         self.U = Phi @ (V / sig)                                     # orthonormal columns
         self.ev = sig2
         self._to_centers = root @ (V * sig)                          # β_C = (K_CC^{-1/2} V S) h
+
+    def _reexpress(self, m: int, seed: int):
+        """Export every model as an expansion over ``m`` of the centres (a uniform random
+        sample of the distinct ones) whose weights reproduce its training predictions
+        ``U diag(ev) h`` best (:func:`nitro.learn.budget.reexpression_weights`, on at most
+        ``REEXPRESS_ROWS`` training inputs): one linear map from ``h`` to those weights."""
+        distinct = np.sort(np.unique(self.centers, axis=0, return_index=True)[1])
+        C = self.centers[distinct[landmarks(distinct, min(m, len(distinct)), seed)]]
+        rows = np.arange(len(self.X)) if len(self.X) <= REEXPRESS_ROWS else landmarks(self.X, REEXPRESS_ROWS, seed)
+        G = np.zeros((len(C), len(C)))
+        B = np.zeros((len(C), self.U.shape[1]))
+        for i in range(0, len(rows), CHUNK):
+            K = rbf(self.X[rows[i:i + CHUNK]], C, self.gamma_x)
+            G += K.T @ K
+            B += K.T @ self.U[rows[i:i + CHUNK]]
+        self._to_centers = reexpression_weights(G, B * self.ev, rbf(C, C, self.gamma_x), len(rows))
+        self.centers = C
 
     def dual(self, sources: list[int], Kd: np.ndarray, kd: np.ndarray, lam: float):
         """Weights ``h`` (r, v) in the eigenbasis and the offset ``mu`` (v,) of the model for a

@@ -15,6 +15,8 @@ from sklearn.svm import SVC
 from sklearn.utils.multiclass import unique_labels
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
+from .budget import reexpression_weights, resolve_max_centres
+from .kron import rbf
 from .preprocessing import LogHeavyTails
 
 PARALLEL_MIN = 500     # search inputs from which the grid's fits go to every core
@@ -36,11 +38,17 @@ class SVMSelector(ClassifierMixin, BaseEstimator):
     those sizes nothing changes; above, fitting time and model size stop growing with n.
     The search's fits run on every core when it has at least ``PARALLEL_MIN`` inputs
     (``n_jobs=None``; set ``n_jobs`` to force), where that outweighs starting workers.
+
+    Dispatch time: a compiled call costs about one exp and a distance per support vector, so
+    the fitted SVM keeps at most ``max_support_vectors`` of them (``"auto"``: the dispatch
+    budget of :mod:`nitro.learn.budget`, 714 with 12 features, 540 with 21; ``None``:
+    unbounded). One with more is re-expressed on that many (:func:`reduce_support_vectors`);
+    ``n_support_fitted_`` is the count before.
     """
 
     def __init__(self, C_grid=(0.1, 1.0, 10.0, 100.0, 1000.0), gamma_grid=("scale", 0.01, 0.1, 1.0),
                  cv=5, cv_repeats=3, log_ratio=100.0, class_weight=None, n_jobs=None,
-                 max_search=2000, max_fit=4000, random_state=0):
+                 max_search=2000, max_fit=4000, max_support_vectors="auto", random_state=0):
         self.C_grid = C_grid
         self.gamma_grid = gamma_grid
         self.cv = cv
@@ -50,6 +58,7 @@ class SVMSelector(ClassifierMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.max_search = max_search
         self.max_fit = max_fit
+        self.max_support_vectors = max_support_vectors
         self.random_state = random_state
 
     def _pipeline(self, C=1.0, gamma="scale"):
@@ -77,6 +86,11 @@ class SVMSelector(ClassifierMixin, BaseEstimator):
         self.n_fit_inputs_ = len(fit)
         self.pipeline_ = self._pipeline(self.best_params_["svc__C"], self.best_params_["svc__gamma"])
         self.pipeline_.fit(X[fit], y[fit], **fit_params)
+        svc = self.pipeline_[-1]
+        self.n_support_fitted_ = len(svc.support_)
+        bound = resolve_max_centres(self.max_support_vectors, X.shape[1])
+        if bound is not None and self.n_support_fitted_ > bound:
+            reduce_support_vectors(svc, self.pipeline_[:-1].transform(X[fit]), bound, self.random_state)
         return self
 
     def _search(self, X, y, sample_weight, folds):
@@ -136,3 +150,48 @@ def stratified_sample(y: np.ndarray, limit: int | None, seed: int = 0) -> np.nda
     take = np.maximum(np.floor(counts * limit / n).astype(int), np.minimum(counts, 5))
     picked = [rng.choice(np.flatnonzero(inverse == c), size=k, replace=False) for c, k in enumerate(take)]
     return np.sort(np.concatenate(picked))
+
+
+def reduce_support_vectors(svc: SVC, Z: np.ndarray, bound: int, seed: int = 0, chunk: int = 2048) -> SVC:
+    """Re-express a fitted multi-class RBF ``svc`` on at most ``bound`` of its support vectors,
+    in place (scikit-learn's libsvm arrays: its ``predict`` and the exported model both use them).
+
+    A class keeps a uniform random sample of its support vectors in proportion to their count
+    (at least one). Each pair of classes keeps its intercept and gets the coefficients, over
+    its two classes' kept vectors, that reproduce its decision values on the training inputs
+    ``Z`` (transformed as the SVC sees them) best (:func:`nitro.learn.budget.reexpression_weights`).
+    The one-versus-one layout allows exactly that: a vector of class i has one coefficient for
+    each other class j, used by pair (i, j) only."""
+    sv, coef, gamma = svc.support_vectors_, svc._dual_coef_, svc._gamma
+    n_sup = np.asarray(svc._n_support, dtype=int)
+    k, start = len(n_sup), np.concatenate([[0], np.cumsum(n_sup)])
+    take = np.maximum(n_sup * bound // start[-1], np.minimum(n_sup, 1))
+    while take.sum() > bound and take.max() > 1:
+        take[np.argmax(take)] -= 1
+    rng = np.random.default_rng(seed)
+    kept = np.concatenate([start[c] + np.sort(rng.choice(n_sup[c], take[c], replace=False)) for c in range(k)])
+    pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
+    W = np.zeros((start[-1], len(pairs)))          # each pair's coefficients over all vectors
+    for q, (i, j) in enumerate(pairs):
+        W[start[i]:start[i + 1], q] = coef[j - 1, start[i]:start[i + 1]]
+        W[start[j]:start[j + 1], q] = coef[i, start[j]:start[j + 1]]
+    G = np.zeros((len(kept), len(kept)))
+    B = np.zeros((len(kept), len(pairs)))
+    for r in range(0, len(Z), chunk):
+        K = rbf(Z[r:r + chunk], sv, gamma)
+        G += K[:, kept].T @ K[:, kept]
+        B += K[:, kept].T @ (K @ W)
+    K_cc = rbf(sv[kept], sv[kept], gamma)
+    new_start = np.concatenate([[0], np.cumsum(take)])
+    new_coef = np.zeros((k - 1, len(kept)))
+    for q, (i, j) in enumerate(pairs):
+        cols = np.r_[new_start[i]:new_start[i + 1], new_start[j]:new_start[j + 1]]
+        w = reexpression_weights(G[np.ix_(cols, cols)], B[cols, q:q + 1], K_cc[np.ix_(cols, cols)], len(Z))[:, 0]
+        new_coef[j - 1, new_start[i]:new_start[i + 1]] = w[:take[i]]
+        new_coef[i, new_start[j]:new_start[j + 1]] = w[take[i]:]
+    svc.support_ = np.ascontiguousarray(svc.support_[kept])
+    svc.support_vectors_ = np.ascontiguousarray(sv[kept])
+    svc._n_support = take.astype(svc._n_support.dtype)
+    svc._dual_coef_ = new_coef
+    svc.dual_coef_ = -new_coef if k == 2 else new_coef      # scikit-learn flips the binary case
+    return svc

@@ -23,9 +23,10 @@ class Prepared:
 
     @classmethod
     def build(cls, data: TransferData, sources, train: np.ndarray, extra_devices=(),
-              n_components: int | str | None = "auto") -> "Prepared":
+              n_components: int | str | None = "auto", max_centres: int | str | None = "auto") -> "Prepared":
         """Arrays for ``sources`` on the training inputs ``train`` complete on all of them;
-        ``n_components``: the input kernel's basis (:class:`~nitro.learn.kron.KronKRRGrid`)."""
+        ``n_components``: the input kernel's basis, ``max_centres``: the bound on the exported
+        expansion (:class:`~nitro.learn.kron.KronKRRGrid`)."""
         sources = [data.device_index(s) if isinstance(s, str) else int(s) for s in sources]
         train = np.asarray(train)
         train = train[np.isfinite(data.times[np.ix_(sources, train)]).all(axis=(0, 2))]
@@ -41,4 +42,4 @@ class Prepared:
         Y = np.zeros((len(train), len(data.devices), len(data.variants)))
         Y[:, sources] = fraction_targets(data.times[sources][:, train]).transpose(1, 0, 2)
         return cls(data, sources, train, features, X, mean, scale, signed_log(np.nan_to_num(data.D)),
-                   KronKRRGrid(X[train], Y, n_components=n_components))
+                   KronKRRGrid(X[train], Y, n_components=n_components, max_centres=max_centres))

@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+from nitro.learn.budget import max_centres
 from nitro.learn.kron import KronKRRGrid, device_kernel, rbf, rbf_dot
 
 
@@ -64,3 +65,40 @@ def test_many_models_in_one_pass_equal_one_at_a_time():
         many = grid.predict_train_many(duals)
         for j, (h, mu) in enumerate(duals):
             np.testing.assert_allclose(many[:, j], grid.predict_train(h, mu), atol=1e-10)
+
+
+def test_a_bounded_exact_fit_keeps_its_basis_and_exports_its_function_on_fewer_centres():
+    X, D, Y = _grid_data(n=500)
+    exact = KronKRRGrid(X, Y, max_centres=None)
+    bounded = KronKRRGrid(X, Y, max_centres=150)
+    assert exact.centers.shape == (500, 4) and bounded.centers.shape == (150, 4) and bounded.n_components is None
+    assert {tuple(c) for c in bounded.centers} <= {tuple(x) for x in X}          # a sample of the inputs
+    h, mu = _fit(bounded, D, [0, 1, 2], 3)
+    want = exact.predict_train(*_fit(exact, D, [0, 1, 2], 3))
+    np.testing.assert_allclose(bounded.predict_train(h, mu), want)              # fits and CV-DFS: unchanged
+    beta = bounded.weights(h)
+    assert beta.shape == (150, Y.shape[2])
+    error = np.abs(rbf(X, bounded.centers, bounded.gamma_x) @ beta + mu - want)
+    assert error.mean() < 0.01 and error.max() < 0.15, (error.mean(), error.max())
+    finer = KronKRRGrid(X, Y, max_centres=300)
+    h, mu = _fit(finer, D, [0, 1, 2], 3)
+    assert np.abs(rbf(X, finer.centers, finer.gamma_x) @ finer.weights(h) + mu - want).max() < error.max() / 5
+
+
+def test_the_default_bound_follows_the_dispatch_budget_of_the_features():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(300, 200))                       # 200 features: 92 centres at most
+    Y = np.sin(X[:, :1])[:, :, None].repeat(3, axis=1)
+    assert len(KronKRRGrid(X, Y).centers) == max_centres(200) == 92
+    assert len(KronKRRGrid(X, Y, max_centres=None).centers) == 300
+    with pytest.raises(ValueError, match="max_centres"):
+        KronKRRGrid(X, Y, max_centres=0)
+
+
+def test_duplicate_inputs_are_never_two_centres():
+    X, D, Y = _grid_data(n=200)
+    X = np.vstack([X, X[:100]])
+    Y = np.concatenate([Y, Y[:100]])
+    grid = KronKRRGrid(X, Y, max_centres=250)
+    assert len(np.unique(grid.centers, axis=0)) == len(grid.centers) == 200
+    assert np.isfinite(grid.weights(_fit(grid, D, [0, 1, 2], 3)[0])).all()

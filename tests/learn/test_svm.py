@@ -1,7 +1,10 @@
 import numpy as np
+import pytest
 
 from nitro.learn import LogHeavyTails, SVMSelector
+from nitro.learn.budget import max_centres
 from nitro.learn.svm import stratified_sample
+from nitro.model import SelectorModel
 
 
 def test_log_only_heavy_tailed_nonnegative_columns():
@@ -78,3 +81,49 @@ def test_large_training_sets_give_a_bounded_model_that_still_learns():
     assert (est.predict(Xt) == np.where(Xt[:, 0] * Xt[:, 1] > 0, "same", "opposite")).mean() > 0.9
     full = SVMSelector(C_grid=(1.0,), gamma_grid=("scale",), max_fit=None).fit(X, y)
     assert full.n_fit_inputs_ == 3000
+
+
+def _noisy_three_classes(n, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 6))
+    y = (np.sin(2 * X[:, 0]) + X[:, 1] + 0.6 * rng.normal(size=n) > 0).astype(int) + (X[:, 2] > 0.5)
+    return X, y
+
+
+def test_support_vectors_beyond_the_bound_are_re_expressed_on_fewer():
+    X, y = _noisy_three_classes(1500, 3)
+    full = SVMSelector(C_grid=(10.0,), gamma_grid=("scale",), max_support_vectors=None).fit(X[:1000], y[:1000])
+    small = SVMSelector(C_grid=(10.0,), gamma_grid=("scale",), max_support_vectors=250).fit(X[:1000], y[:1000])
+    svc = small.pipeline_[-1]
+    assert full.n_support_fitted_ == small.n_support_fitted_ == len(full.pipeline_[-1].support_) > 500
+    assert len(svc.support_vectors_) <= 250 and svc.n_support_.sum() == len(svc.support_vectors_) == len(svc.support_)
+    assert (svc.n_support_ >= 1).all() and svc._dual_coef_.shape == (2, len(svc.support_))
+    agree = (small.predict(X[1000:]) == full.predict(X[1000:])).mean()
+    assert agree > 0.93, agree                            # about the same function on under half the vectors
+    accuracy = [(est.predict(X[1000:]) == y[1000:]).mean() for est in (full, small)]
+    assert accuracy[1] > accuracy[0] - 0.02, accuracy
+    model = SelectorModel.from_estimator(small, [f"f{j}" for j in range(6)])
+    assert model.predict_index(X[1000:]).tolist() == small.predict(X[1000:]).tolist()
+    assert model.compiled().predict_batch(X[1000:]).tolist() == small.predict(X[1000:]).tolist()
+
+
+def test_a_binary_weighted_svm_is_re_expressed_with_its_signs():
+    X, y = _noisy_three_classes(1200, 4)
+    y = np.where(y > 0, "b", "a")
+    w = np.random.default_rng(0).uniform(0.5, 2.0, 800)
+    full = SVMSelector(C_grid=(10.0,), gamma_grid=("scale",), max_support_vectors=None).fit(X[:800], y[:800], w)
+    small = SVMSelector(C_grid=(10.0,), gamma_grid=("scale",), max_support_vectors=150).fit(X[:800], y[:800], w)
+    assert len(small.pipeline_[-1].support_) <= 150 < 250 < full.n_support_fitted_
+    assert (small.predict(X[800:]) == full.predict(X[800:])).mean() > 0.93
+    np.testing.assert_array_equal(small.pipeline_[-1].dual_coef_, -small.pipeline_[-1]._dual_coef_)
+    model = SelectorModel.from_estimator(small, [f"f{j}" for j in range(6)])
+    assert model.predict(X[800:]) == small.predict(X[800:]).tolist()
+
+
+def test_the_default_bound_follows_the_dispatch_budget_and_bad_bounds_are_refused():
+    X, y = _noisy_three_classes(3000, 5)
+    X = np.hstack([X, np.random.default_rng(1).normal(size=(3000, 194))])   # 200 features: 92 vectors at most
+    est = SVMSelector(C_grid=(10.0,), gamma_grid=("scale",)).fit(X, y)
+    assert len(est.pipeline_[-1].support_) <= max_centres(200) < est.n_support_fitted_
+    with pytest.raises(ValueError, match="max_centres"):
+        SVMSelector(max_support_vectors=0).fit(X[:50], y[:50])
