@@ -14,7 +14,8 @@
 // own (exp_nonpositive_one): plain arithmetic the compiler vectorises without -ffast-math,
 // within 1 ulp of std::exp. Define NITRO_EVAL_CLONES before including this file to put a
 // function-multiversioning attribute on those evaluators and loops (nitro/_selector.cpp builds
-// an AVX2 clone and a baseline one; the arithmetic and its order are the same in both).
+// an AVX2 clone and a baseline one; the arithmetic and its order are the same in both); on
+// x86-64 GCC the distance loop then gets an AVX2 version and a baseline one of its own.
 #ifndef NITRO_SELECTOR_EVAL_HPP_V1
 #define NITRO_SELECTOR_EVAL_HPP_V1
 
@@ -24,6 +25,11 @@
 #include <cstdint>
 #include <cstring>
 
+#if defined(NITRO_EVAL_CLONES) && defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define NITRO_EVAL_MULTIVERSION 1
+#else
+#define NITRO_EVAL_MULTIVERSION 0
+#endif
 #ifndef NITRO_EVAL_CLONES
 #define NITRO_EVAL_CLONES
 #endif
@@ -88,26 +94,29 @@ NITRO_EVAL_CLONES NITRO_EVAL_NO_TRAP inline void exp_scaled(double scale, double
 }
 
 // d2[c] = Σ_j (z[j] − centres_t[j][c])² for every centre c of the feature-major centres (d rows
-// of n), features summed in order. kRbfBlock centres at a time keep their sums in registers
-// (GCC and Clang: four vectors of four doubles; other compilers: the same arithmetic in a loop).
-NITRO_EVAL_CLONES inline void squared_distances(const double* z, std::size_t d, const double* centres_t,
-                                                std::size_t n, double* d2) {
+// of n), features summed in order, kRbfBlock centres at a time with their sums in registers.
+// GCC and Clang: as vectors of W doubles (W = 4 for AVX, 2 for SSE2: a 4-double vector without
+// AVX compiles to far slower code); other compilers: the same arithmetic in a plain loop.
+template <std::size_t W>
+inline void squared_distances_in(const double* z, std::size_t d, const double* centres_t, std::size_t n,
+                                 double* d2) {
   const std::size_t blocks = n - n % kRbfBlock;
   for (std::size_t c0 = 0; c0 < blocks; c0 += kRbfBlock) {
 #if defined(__GNUC__)
-    typedef double Lanes __attribute__((vector_size(4 * sizeof(double))));
-    Lanes acc[kRbfBlock / 4] = {};
+    typedef double Lanes __attribute__((vector_size(W * sizeof(double))));
+    Lanes acc[kRbfBlock / W] = {};
     for (std::size_t j = 0; j < d; ++j) {
       const double zj = z[j];
       const double* row = centres_t + j * n + c0;
-      for (std::size_t q = 0; q < kRbfBlock / 4; ++q) {
+#pragma GCC unroll 8
+      for (std::size_t q = 0; q < kRbfBlock / W; ++q) {
         Lanes t;
-        std::memcpy(&t, row + 4 * q, sizeof t);
+        std::memcpy(&t, row + W * q, sizeof t);
         t = zj - t;
         acc[q] += t * t;
       }
     }
-    for (std::size_t l = 0; l < kRbfBlock; ++l) d2[c0 + l] = acc[l / 4][l % 4];
+    for (std::size_t l = 0; l < kRbfBlock; ++l) d2[c0 + l] = acc[l / W][l % W];
 #else
     double acc[kRbfBlock] = {};
     for (std::size_t j = 0; j < d; ++j)
@@ -127,6 +136,28 @@ NITRO_EVAL_CLONES inline void squared_distances(const double* z, std::size_t d, 
     d2[c] = s;
   }
 }
+
+// An includer that asks for clones (NITRO_EVAL_CLONES on x86-64 GCC) gets both widths, an AVX2
+// version and a baseline one chosen when the program loads (GCC's function multiversioning);
+// otherwise the width follows the compiler's target.
+#if NITRO_EVAL_MULTIVERSION
+__attribute__((target("avx2"))) inline void squared_distances(const double* z, std::size_t d,
+                                                               const double* centres_t, std::size_t n, double* d2) {
+  squared_distances_in<4>(z, d, centres_t, n, d2);
+}
+__attribute__((target("default"))) inline void squared_distances(const double* z, std::size_t d,
+                                                                  const double* centres_t, std::size_t n, double* d2) {
+  squared_distances_in<2>(z, d, centres_t, n, d2);
+}
+#else
+inline void squared_distances(const double* z, std::size_t d, const double* centres_t, std::size_t n, double* d2) {
+#if defined(__AVX__)
+  squared_distances_in<4>(z, d, centres_t, n, d2);
+#else
+  squared_distances_in<2>(z, d, centres_t, n, d2);
+#endif
+}
+#endif
 
 // Σ a[i]·b[i] with eight partial sums (vectorisable without reassociating by the compiler). The
 // tail starts at n − n % 8, not at the main loop's exit value: with constant sizes (exported
