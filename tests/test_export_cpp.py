@@ -122,9 +122,10 @@ def test_header_compiles_warning_free_when_optimised_for_this_cpu(driver):
 
 def test_every_model_kind_chooses_as_python(bundle, driver):
     rng = np.random.default_rng(2)
-    # inside the training range, far outside it, and signed/small values
+    # inside the training range, far outside it, signed/small values, and extremes of log1p's range
+    extremes = np.array([[0.0, 0.0, 0.0], [5e-324, -1e-310, 1e-300], [1e30, -1e30, 3e38], [1e15, -1e-9, -0.0]])
     X = np.vstack([problem(3000, 3)[0], np.column_stack([10 ** rng.uniform(-2, 10, 500), rng.normal(0, 5, 500),
-                                                         rng.uniform(-3, 3, 500)])])
+                                                         rng.uniform(-3, 3, 500)]), extremes])
     for i, (device, entry) in enumerate(bundle.devices.items()):
         model = entry["model"]
         expected = [bundle.variants.index(model.variants[c]) for c in model.predict_index(X)]
