@@ -1,13 +1,15 @@
 """The dispatch budget of exported RBF models (kinds ``svc`` and ``kernel``), and the
 least-squares re-expression that keeps a fitted model within it.
 
-One compiled call (nitro/selector_eval.hpp) costs, per centre, a squared distance over the
-features and one exp with the read-out; measured on a 2-core VM (AMD EPYC, AVX2): about
-0.15 ns per centre and feature and 2.4 ns per centre for the exp and a read-out of ~6
-variants, i.e. the time of ``centres × (features + PER_CENTRE)`` distance terms, plus ~0.5 µs
-of call overhead. Learners keep their exported models within ``DISPATCH_BUDGET`` such terms
-(about 3.5 µs per call there, under the 5 µs goal with room for a loaded machine): 714
-centres with 12 features, 540 with 21, 281 with 55. ``nitro bench dispatch`` measures it.
+One compiled call (``predict_one``, nitro/selector_eval.hpp) costs, measured on the 2-core
+AMD EPYC VM (AVX2): ~0.13 ns per centre and feature (a squared distance term), ~2 ns per
+centre (its exp and a read-out of ~6 variants: ``PER_CENTRE`` terms) and ~11 ns per feature
+(reading, log-scaling and standardising it: ``PER_FEATURE`` terms, rounded down). Learners keep
+``centres × (features + PER_CENTRE) + PER_FEATURE × features`` within ``DISPATCH_BUDGET``
+terms, about 3 µs per call at best there (the VM's clock varies by half from second to
+second; medians over 100-call batches stay under the 5 µs goal): 686 centres with 12
+features, 504 with 21, 232 with 55, never fewer than ``MIN_CENTRES``. ``nitro bench
+dispatch`` times models of these sizes.
 
 A model fitted with more centres is not refitted on fewer inputs (on the SpMV data that cost
 the on-device SVM up to 0.45 points on a GPU): its function is re-expressed on a sample of its
@@ -20,14 +22,17 @@ import numbers
 
 import numpy as np
 
-DISPATCH_BUDGET = 20_000   # distance terms per call: centres × (features + PER_CENTRE)
-PER_CENTRE = 16            # an exp and the read-out cost about as much as 16 features
+DISPATCH_BUDGET = 20_000   # distance terms per call
+PER_CENTRE = 16            # an exp and the read-out cost about as much as 16 features' terms
+PER_FEATURE = 64           # reading and scaling a feature, once per call
+MIN_CENTRES = 32           # with hundreds of features, reading them is most of the call
 RIDGE = 1e-6               # ridge of a re-expression, per training input
 
 
 def max_centres(n_features: int, budget: int = DISPATCH_BUDGET) -> int:
     """The most centres (or support vectors) of ``n_features`` that fit ``budget``."""
-    return max(1, int(budget) // (int(n_features) + PER_CENTRE))
+    d = int(n_features)
+    return max(MIN_CENTRES, (int(budget) - PER_FEATURE * d) // (d + PER_CENTRE))
 
 
 def resolve_max_centres(value, n_features: int) -> int | None:

@@ -72,7 +72,7 @@ class KronKRRGrid:
     ``n_components=None`` forces the exact path, an int forces that many landmarks.
 
     ``max_centres`` bounds the exported expansion, so that a compiled call stays within the
-    dispatch budget (:mod:`nitro.learn.budget`; ``"auto"``: 714 centres with 12 features, 540
+    dispatch budget (:mod:`nitro.learn.budget`; ``"auto"``: 686 centres with 12 features, 504
     with 21): the Nyström path takes no more landmarks, and a fit with more centres (the exact
     path) keeps its basis, so its training predictions and CV-DFS are unchanged, but exports
     its function re-expressed on that many of them (:meth:`_reexpress`). ``None``: unbounded.

@@ -41,7 +41,7 @@ class SVMSelector(ClassifierMixin, BaseEstimator):
 
     Dispatch time: a compiled call costs about one exp and a distance per support vector, so
     the fitted SVM keeps at most ``max_support_vectors`` of them (``"auto"``: the dispatch
-    budget of :mod:`nitro.learn.budget`, 714 with 12 features, 540 with 21; ``None``:
+    budget of :mod:`nitro.learn.budget`, 686 with 12 features, 504 with 21; ``None``:
     unbounded). One with more is re-expressed on that many (:func:`reduce_support_vectors`);
     ``n_support_fitted_`` is the count before.
     """

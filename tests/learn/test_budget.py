@@ -2,19 +2,21 @@
 import numpy as np
 import pytest
 
-from nitro.learn.budget import DISPATCH_BUDGET, PER_CENTRE, max_centres, reexpression_weights, resolve_max_centres
+from nitro.learn.budget import (DISPATCH_BUDGET, MIN_CENTRES, PER_CENTRE, PER_FEATURE, max_centres,
+                                reexpression_weights, resolve_max_centres)
 from nitro.learn.kron import rbf
 
 
 def test_more_features_leave_room_for_fewer_centres_within_the_budget():
-    assert [max_centres(d) for d in (12, 21, 55)] == [714, 540, 281]
-    for d in (1, 12, 55, 400):
-        assert max_centres(d) * (d + PER_CENTRE) <= DISPATCH_BUDGET < (max_centres(d) + 1) * (d + PER_CENTRE)
-    assert max_centres(10 ** 6) == 1
+    assert [max_centres(d) for d in (12, 21, 55)] == [686, 504, 232]
+    for d in (1, 12, 55, 150):
+        cost = PER_FEATURE * d + (d + PER_CENTRE) * np.array([max_centres(d), max_centres(d) + 1])
+        assert cost[0] <= DISPATCH_BUDGET < cost[1]
+    assert max_centres(400) == max_centres(10 ** 6) == MIN_CENTRES
 
 
 def test_the_setting_is_auto_none_or_a_positive_int():
-    assert resolve_max_centres("auto", 12) == 714
+    assert resolve_max_centres("auto", 12) == 686
     assert resolve_max_centres(None, 12) is None and resolve_max_centres(np.int64(30), 12) == 30
     for bad in (0, -3, 2.5, True, "all"):
         with pytest.raises(ValueError, match="max_centres"):

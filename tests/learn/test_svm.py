@@ -122,8 +122,8 @@ def test_a_binary_weighted_svm_is_re_expressed_with_its_signs():
 
 def test_the_default_bound_follows_the_dispatch_budget_and_bad_bounds_are_refused():
     X, y = _noisy_three_classes(3000, 5)
-    X = np.hstack([X, np.random.default_rng(1).normal(size=(3000, 194))])   # 200 features: 92 vectors at most
+    X = np.hstack([X, np.random.default_rng(1).normal(size=(3000, 94))])    # 100 features: 117 vectors at most
     est = SVMSelector(C_grid=(10.0,), gamma_grid=("scale",)).fit(X, y)
-    assert len(est.pipeline_[-1].support_) <= max_centres(200) < est.n_support_fitted_
+    assert len(est.pipeline_[-1].support_) <= max_centres(100) == 117 < est.n_support_fitted_
     with pytest.raises(ValueError, match="max_centres"):
         SVMSelector(max_support_vectors=0).fit(X[:50], y[:50])
