@@ -54,3 +54,15 @@ def test_the_shared_spmv_devices_keep_their_architecture(spmv_dataset):
     assert {"vendor", "kind", "arch"} <= set(m.metadata_names)
     assert m.device_metadata("arch")["tesla_k20xm"] == "kepler"
     assert "arch" not in TransferData.from_measurements(m).device_features
+
+
+def test_ids_are_read_as_written(tmp_path):
+    """"007" stays "007": pandas alone reads 7, or 7.0 in a column with an empty cell, and a
+    chunked reading could then give one input two ids."""
+    pd.DataFrame({"device": ["007"], "vendor": ["x"]}).to_csv(tmp_path / "devices.csv", index=False)
+    pd.DataFrame({"input": ["01", "2.0"], "size": [1.0, 2.0]}).to_csv(tmp_path / "inputs.csv", index=False)
+    pd.DataFrame({"device": ["007", "007", None], "input": ["01", "2.0", "01"], "variant": ["a", "a", "a"],
+                  "time_s": [1.0, 2.0, 3.0]}).to_csv(tmp_path / "measurements.csv", index=False)
+    data = load_dataset_dir(tmp_path)
+    assert data.device_ids == ["007"] and list(data.inputs.index) == ["01", "2.0"]
+    assert list(data.devices.index) == ["007"]

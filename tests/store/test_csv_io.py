@@ -170,12 +170,3 @@ def test_streamed_export_is_sorted_and_round_trips_through_many_store_batches(st
     assert pd.read_csv(tmp_path / "out" / "inputs.csv", dtype={"input": str})["input"].is_monotonic_increasing
     import_computation(store, "back", tmp_path / "out")
     assert all(store.rows("back", d) == store.rows("t", d) for d in store.devices("t"))
-
-
-def test_ids_are_read_as_written():
-    """"007" stays "007" (pandas would read 7, or 7.0 in a column with an empty cell)."""
-    import tempfile
-    from pathlib import Path
-    with tempfile.TemporaryDirectory() as tmp:
-        data = load_dataset_dir(_tricky_dataset(Path(tmp) / "d"))
-    assert data.device_ids == ["007", "d2"] and "00" in data.inputs.index
