@@ -12,9 +12,9 @@ features, 504 with 21, 232 with 55, never fewer than ``MIN_CENTRES``. ``nitro be
 dispatch`` times models of these sizes.
 
 A model fitted with more centres is not refitted on fewer inputs (on the SpMV data that cost
-the on-device SVM up to 0.45 points on a GPU): its function is re-expressed on a sample of its
-centres, with the weights that reproduce it best on the training inputs
-(:func:`reexpression_weights`; within 0.3 points of the unbounded models there).
+the on-device SVM up to 0.45 points on a GPU): its function is re-expressed on some of its
+centres (those a pivoted Cholesky decomposition picks, :func:`nitro.learn.kron.pivoted_landmarks`)
+with the weights that reproduce it best on the training inputs (:func:`reexpression_weights`).
 """
 from __future__ import annotations
 

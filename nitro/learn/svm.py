@@ -16,7 +16,7 @@ from sklearn.utils.multiclass import unique_labels
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from .budget import reexpression_weights, resolve_max_centres
-from .kron import rbf
+from .kron import pivoted_landmarks, rbf
 from .preprocessing import LogHeavyTails
 
 PARALLEL_MIN = 500     # search inputs from which the grid's fits go to every core
@@ -90,7 +90,7 @@ class SVMSelector(ClassifierMixin, BaseEstimator):
         self.n_support_fitted_ = len(svc.support_)
         bound = resolve_max_centres(self.max_support_vectors, X.shape[1])
         if bound is not None and self.n_support_fitted_ > bound:
-            reduce_support_vectors(svc, self.pipeline_[:-1].transform(X[fit]), bound, self.random_state)
+            reduce_support_vectors(svc, self.pipeline_[:-1].transform(X[fit]), bound)
         return self
 
     def _search(self, X, y, sample_weight, folds):
@@ -152,24 +152,25 @@ def stratified_sample(y: np.ndarray, limit: int | None, seed: int = 0) -> np.nda
     return np.sort(np.concatenate(picked))
 
 
-def reduce_support_vectors(svc: SVC, Z: np.ndarray, bound: int, seed: int = 0, chunk: int = 2048) -> SVC:
+def reduce_support_vectors(svc: SVC, Z: np.ndarray, bound: int, chunk: int = 2048) -> SVC:
     """Re-express a fitted multi-class RBF ``svc`` on at most ``bound`` of its support vectors,
     in place (scikit-learn's libsvm arrays: its ``predict`` and the exported model both use them).
 
-    A class keeps a uniform random sample of its support vectors in proportion to their count
-    (at least one). Each pair of classes keeps its intercept and gets the coefficients, over
-    its two classes' kept vectors, that reproduce its decision values on the training inputs
-    ``Z`` (transformed as the SVC sees them) best (:func:`nitro.learn.budget.reexpression_weights`).
-    The one-versus-one layout allows exactly that: a vector of class i has one coefficient for
-    each other class j, used by pair (i, j) only."""
+    A class keeps a share of its support vectors in proportion to their count (at least one),
+    chosen by :func:`nitro.learn.kron.pivoted_landmarks`. Each pair of classes keeps its
+    intercept and gets the coefficients, over its two classes' kept vectors, that reproduce its
+    decision values on the training inputs ``Z`` (transformed as the SVC sees them) best
+    (:func:`nitro.learn.budget.reexpression_weights`). The one-versus-one layout allows exactly
+    that: a vector of class i has one coefficient for each other class j, used by pair (i, j)."""
     sv, coef, gamma = svc.support_vectors_, svc._dual_coef_, svc._gamma
     n_sup = np.asarray(svc._n_support, dtype=int)
     k, start = len(n_sup), np.concatenate([[0], np.cumsum(n_sup)])
     take = np.maximum(n_sup * bound // start[-1], np.minimum(n_sup, 1))
     while take.sum() > bound and take.max() > 1:
         take[np.argmax(take)] -= 1
-    rng = np.random.default_rng(seed)
-    kept = np.concatenate([start[c] + np.sort(rng.choice(n_sup[c], take[c], replace=False)) for c in range(k)])
+    picked = [start[c] + pivoted_landmarks(sv[start[c]:start[c + 1]], take[c], gamma) for c in range(k)]
+    take = np.array([len(p) for p in picked])      # fewer where a class repeats vectors
+    kept = np.concatenate(picked)
     pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
     W = np.zeros((start[-1], len(pairs)))          # each pair's coefficients over all vectors
     for q, (i, j) in enumerate(pairs):

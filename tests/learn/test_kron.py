@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from nitro.learn.budget import max_centres
-from nitro.learn.kron import KronKRRGrid, device_kernel, rbf, rbf_dot
+from nitro.learn.kron import KronKRRGrid, device_kernel, pivoted_landmarks, rbf, rbf_dot
 
 
 def _grid_data(n=600, p=4, devices=4, v=3, seed=0):
@@ -102,3 +102,11 @@ def test_duplicate_inputs_are_never_two_centres():
     grid = KronKRRGrid(X, Y, max_centres=250)
     assert len(np.unique(grid.centers, axis=0)) == len(grid.centers) == 200
     assert np.isfinite(grid.weights(_fit(grid, D, [0, 1, 2], 3)[0])).all()
+
+
+def test_pivoted_landmarks_cover_the_spread_not_the_density():
+    rng = np.random.default_rng(3)
+    X = np.vstack([0.05 * rng.normal(size=(300, 2)), [[5.0, 0.0], [0.0, -5.0], [4.0, 4.0]], np.zeros((5, 2))])
+    picked = pivoted_landmarks(X, 4, 0.5)
+    assert np.all(np.diff(picked) > 0) and {300, 301, 302} <= set(picked.tolist())   # the far-out points first
+    assert len(pivoted_landmarks(np.zeros((10, 2)), 5, 0.5)) == 1                   # one distinct row: one pivot
