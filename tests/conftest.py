@@ -107,3 +107,17 @@ def recorded_cpu_profiles(tmp_path_factory):
     yield {"counts": counts, "ids": ids, "variants": store.profiles("histogram", device),
            "proxies": store.proxy_profiles(device), "store": store, "device": device}
     server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def stand_in_cuda_driver(tmp_path_factory):
+    """An empty shared library named as the CUDA driver (``libcuda.so.1``): loading it makes a
+    process look, to :func:`nitro.cuda.driver_loaded`, like one that has initialised CUDA."""
+    compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("c++")
+    if compiler is None:
+        pytest.skip("no C compiler to build the stand-in driver library")
+    folder = tmp_path_factory.mktemp("stand-in-cuda")
+    (folder / "empty.c").write_text("int nitro_stand_in_for_the_cuda_driver;\n")
+    lib = folder / "libcuda.so.1"
+    subprocess.run([compiler, "-shared", "-fPIC", "-o", str(lib), str(folder / "empty.c")], check=True)
+    return lib

@@ -95,20 +95,14 @@ print(json.dumps({"before": before, "after": measure()}))
 '''
 
 
-def test_no_fork_once_the_process_has_loaded_the_cuda_driver(tmp_path):
+def test_no_fork_once_the_process_has_loaded_the_cuda_driver(stand_in_cuda_driver):
     """A GPU family is measured in-process once the CUDA driver is loaded (a forked child cannot
     use CUDA): the same measurements fork before and never after, observed by a fork hook in a
     fresh Python that loads a stand-in ``libcuda.so.1`` (an empty library, named as the driver)."""
     import json
-    import shutil
     import subprocess
     import sys
-    compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("c++")
-    if compiler is None:
-        pytest.skip("no C compiler to build the stand-in driver library")
-    (tmp_path / "empty.c").write_text("int nitro_stand_in_for_the_cuda_driver;\n")
-    lib = tmp_path / "libcuda.so.1"
-    subprocess.run([compiler, "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "empty.c")], check=True)
+    lib = stand_in_cuda_driver
     run = subprocess.run([sys.executable, "-c", _FORKS_SCRIPT, str(lib)], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout.strip().splitlines()[-1])

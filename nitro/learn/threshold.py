@@ -25,6 +25,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from .. import cuda
 from ..measurement import TimingPolicy
 from .base import TimeSelector, slowdown
 
@@ -177,8 +178,10 @@ def _child(conn, program, args, config, policy):
 def _run(program, args, config, policy, deadline: float, isolate: bool):
     """(seconds or inf, path, note). Isolated runs happen in a forked process that is killed at
     ``deadline`` seconds (Futhark's timeout), the path being the comparisons it made until
-    then; in-process runs are cut after the warm-up when it alone exceeded the deadline."""
-    if isolate:
+    then; in-process runs are cut after the warm-up when it alone exceeded the deadline. A
+    process that has loaded the CUDA driver never forks (a forked child cannot use CUDA): its
+    runs are in-process."""
+    if isolate and not cuda.driver_loaded():
         ctx = multiprocessing.get_context("fork")
         recv, send = ctx.Pipe(duplex=False)
         proc = ctx.Process(target=_child, args=(send, program, args, config, policy), daemon=True)
@@ -277,7 +280,9 @@ def tune_thresholds(program: Callable, datasets: Sequence, defaults: dict[str, f
                     policy: TimingPolicy | None = None, timeout_factor: float = 4.0, min_timeout: float = 0.2,
                     max_seconds: float = 60.0, isolate: bool = True, max_configurations: int = 10000) -> ThresholdResult:
     """Tune the named thresholds of ``program(th, *args)`` over ``datasets`` (argument tuples);
-    see the module docstring. ``defaults``: threshold name → starting value (its first path)."""
+    see the module docstring. ``defaults``: threshold name → starting value (its first path).
+    ``isolate``: time each path in a forked process killed at its deadline (in-process once this
+    process has loaded the CUDA driver, which a forked child cannot use)."""
     policy = policy or TimingPolicy(warmup=1, min_repeats=3, max_repeats=5, target_seconds=0.02)
     datasets = [d if isinstance(d, tuple) else (d,) for d in datasets]
     ids = [str(i) for i in ids] if ids is not None else [str(i) for i in range(len(datasets))]

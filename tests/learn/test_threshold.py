@@ -116,3 +116,43 @@ def test_threshold_selector_finds_the_crossover_on_a_size():
     assert sel.feature_ == 1 and sel.labels_ == [0, 1]
     below, above = size[size < 5555.6].max(), size[size > 5555.6].min()
     assert below < sel.thresholds_[0] <= above and sel.thresholds_[0] in size
+
+
+_FORKS_SCRIPT = r'''
+import ctypes, json, os, sys
+import numpy as np
+from nitro import cuda
+from nitro.learn.threshold import tune_thresholds
+from nitro.measurement import TimingPolicy
+
+forks = [0]
+os.register_at_fork(before=lambda: forks.__setitem__(0, forks[0] + 1))
+
+def program(th, a):
+    return a.sum() if th("big", a.size) else a.max()
+
+def tune():
+    forks[0] = 0
+    data = [(np.arange(n, dtype=float),) for n in (4, 64)]
+    result = tune_thresholds(program, data, {"big": 0.0}, policy=TimingPolicy(1, 1, 1, 0.0), isolate=True)
+    return {"loaded": cuda.driver_loaded(), "forks": forks[0], "timed": len(result.timings)}
+
+before = tune()
+ctypes.CDLL(sys.argv[1])
+print(json.dumps({"before": before, "after": tune()}))
+'''
+
+
+def test_isolated_tuning_never_forks_once_the_cuda_driver_is_loaded(stand_in_cuda_driver):
+    """A program that uses CUDA cannot run in a forked child, so isolated tuning runs in-process
+    once the driver is loaded: forks before a stand-in ``libcuda.so.1`` is loaded, none after,
+    the same paths timed both times."""
+    import json
+    import sys
+    run = subprocess.run([sys.executable, "-c", _FORKS_SCRIPT, str(stand_in_cuda_driver)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert result["before"]["loaded"] is False and result["before"]["forks"] >= 2
+    assert result["after"]["loaded"] is True and result["after"]["forks"] == 0
+    assert result["after"]["timed"] == result["before"]["timed"] > 0
