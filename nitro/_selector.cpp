@@ -249,15 +249,19 @@ class Tree final : public WithDevice {
 class Gbt final : public WithDevice {
  public:
   // codes: (n_variants × q) flattened
+  // variant_start: empty (every tree scores every variant), or n_variants + 1 ascending tree offsets
   Gbt(std::size_t n_in, Vec device, std::size_t n_trees, IVec cl, IVec cr, IVec f, Vec thr, Vec value, double lr,
-      double init, Vec codes, std::size_t n_variants, bool f32)
+      double init, Vec codes, std::size_t n_variants, bool f32, std::vector<std::size_t> variant_start)
       : WithDevice(n_in, std::move(device)),
         trees_(n_trees, std::move(cl), std::move(cr), std::move(f), std::move(thr), std::move(value),
                width() + (n_variants ? codes.size() / n_variants : 0)),
-        codes_(std::move(codes)) {
+        codes_(std::move(codes)), start_(std::move(variant_start)) {
     if (n_variants == 0 || codes_.size() % n_variants) throw std::invalid_argument("Gbt: codes must be (n_variants, q)");
+    if (!start_.empty() && (start_.size() != n_variants + 1 || start_.front() != 0 || start_.back() != n_trees ||
+                            !std::is_sorted(start_.begin(), start_.end())))
+      throw std::invalid_argument("Gbt: variant_start must be n_variants + 1 ascending offsets from 0 to n_trees");
     m_ = {n_inputs, dev_.size(), dev_.data(), trees_.view(), lr, init, n_variants, codes_.size() / n_variants,
-          codes_.data(), f32};
+          codes_.data(), f32, start_.empty() ? nullptr : start_.data()};
   }
   int predict_row(const double* in) const override {
     return nitro_eval::gbt_predict(m_, in, scratch(nitro_eval::gbt_work_size(m_)));
@@ -265,6 +269,7 @@ class Gbt final : public WithDevice {
  private:
   Trees trees_;
   Vec codes_;
+  std::vector<std::size_t> start_;
   nitro_eval::GbtModel m_{};
 };
 
@@ -334,10 +339,12 @@ PYBIND11_MODULE(_selector, m) {
       py::arg("n_inputs"), py::arg("device"), py::arg("children_left"), py::arg("children_right"), py::arg("feature"),
       py::arg("threshold"), py::arg("value"), py::arg("float32"));
   py::class_<Gbt, Model>(m, "Gbt").def(
-      py::init<std::size_t, Vec, std::size_t, IVec, IVec, IVec, Vec, Vec, double, double, Vec, std::size_t, bool>(),
+      py::init<std::size_t, Vec, std::size_t, IVec, IVec, IVec, Vec, Vec, double, double, Vec, std::size_t, bool,
+               std::vector<std::size_t>>(),
       py::arg("n_inputs"), py::arg("device"), py::arg("n_trees"), py::arg("children_left"), py::arg("children_right"),
       py::arg("feature"), py::arg("threshold"), py::arg("value"), py::arg("learning_rate"), py::arg("init"),
-      py::arg("codes"), py::arg("n_variants"), py::arg("float32"));
+      py::arg("codes"), py::arg("n_variants"), py::arg("float32"),
+      py::arg("variant_start") = std::vector<std::size_t>{});
   py::class_<Linear, Model>(m, "Linear").def(
       py::init<std::size_t, Vec, const std::vector<bool>&, Vec, Vec, Vec, Vec, bool>(),
       py::arg("n_inputs"), py::arg("device"), py::arg("log_mask"), py::arg("mean"), py::arg("scale"), py::arg("coef"),

@@ -97,10 +97,14 @@ def _model_body(model: SelectorModel) -> tuple[list[str], str, int]:
             arrays.append(f"inline constexpr nitro_eval::TreeModel model = {{{d}, {dev.size}, device, {trees}, true}};")
             return arrays, "nitro_eval::tree_predict(model, x, work)", w
         codes = a["codes"]
-        arrays += [_array("codes", "double", codes),
-                   f"inline constexpr nitro_eval::GbtModel model = {{{d}, {dev.size}, device, {trees}, "
-                   f"{_literal(a['lr'], 'double')}, {_literal(a['init'], 'double')}, {codes.shape[0]}, {codes.shape[1]}, "
-                   f"codes, {'true' if a['f32'] else 'false'}}};"]
+        arrays.append(_array("codes", "double", codes))
+        starts = ""
+        if a["starts"].size:            # one booster per variant
+            arrays.append(_array("variant_start", "std::size_t", a["starts"]))
+            starts = ", variant_start"
+        arrays.append(f"inline constexpr nitro_eval::GbtModel model = {{{d}, {dev.size}, device, {trees}, "
+                      f"{_literal(a['lr'], 'double')}, {_literal(a['init'], 'double')}, {codes.shape[0]}, {codes.shape[1]}, "
+                      f"codes, {'true' if a['f32'] else 'false'}{starts}}};")
         return arrays, "nitro_eval::gbt_predict(model, x, work)", w + codes.shape[1]
     if kind == "linear":
         k = a["b"].size

@@ -11,7 +11,7 @@ NumPy (:mod:`nitro.model_params` checks it in plain Python); the batch methods
 from __future__ import annotations
 
 
-from .model_params import flat_params
+from .model_params import flat_params, variant_starts
 
 FORMAT = 1
 KINDS = ("constant", "svc", "kernel", "tree", "gbt", "linear", "intervals")
@@ -219,7 +219,9 @@ class SelectorModel:
 #             reference); choose the argmax. params: trees (list of tree arrays with one
 #             value per node), learning_rate, init, variant_codes (n_variants × q), and
 #             x_float32 (default true: round the rows to float32 before comparisons, as
-#             scikit-learn's GradientBoostingRegressor does; false for histogram boosting).
+#             scikit-learn's GradientBoostingRegressor does; false for histogram boosting);
+#             optional variant_trees (one count per variant): the trees are one booster per
+#             variant in turn, and variant v sums only its own.
 # "linear"    scores = ((T(x) − mean) / scale) @ coef + intercept with T = log1p on the
 #             ``log_mask`` columns; choose the argmax (``choose: "max"``) or argmin ("min").
 # "intervals" a threshold rule on one feature: variant ``labels[i]`` where i is the number of
@@ -252,7 +254,8 @@ def _extra_arrays(kind: str, p: dict) -> dict:
             return out
         return {"cl": table("cl", -1), "cr": table("cr", -1), "f": table("f", 0), "thr": table("thr", 0.0),
                 "v": table("v", 0.0), "lr": float(p["learning_rate"]), "init": float(p["init"]),
-                "codes": np.asarray(p["variant_codes"], dtype=np.float64), "f32": bool(p.get("x_float32", True))}
+                "codes": np.asarray(p["variant_codes"], dtype=np.float64), "f32": bool(p.get("x_float32", True)),
+                "starts": np.asarray(variant_starts(p, len(trees), len(p["variant_codes"])), dtype=np.intp)}
     if kind == "linear":
         return {"log": np.asarray(p["log_mask"], dtype=bool), "mean": np.asarray(p["mean"], dtype=np.float64),
                 "scale": np.asarray(p["scale"], dtype=np.float64), "coef": np.asarray(p["coef"], dtype=np.float64),
@@ -297,7 +300,11 @@ def _scores_extra(kind: str, a: dict, X, k: int):
             go_left = rows[row, a["f"][tree, node]] <= a["thr"][tree, node]
             node = np.where(internal, np.where(go_left, left, a["cr"][tree, node]), node)
         # summed in scikit-learn's order: init, then each stage's scaled leaf value
-        terms = np.hstack([np.full((m, 1), a["init"]), a["lr"] * a["v"][tree, node]])
+        leaves = a["lr"] * a["v"][tree, node]
+        if a["starts"].size:       # one booster per variant: a row sums its own variant's trees only
+            owner = np.repeat(np.arange(k), np.diff(a["starts"]))
+            leaves = np.where(owner[None, :] == np.tile(np.arange(k), n)[:, None], leaves, 0.0)
+        terms = np.hstack([np.full((m, 1), a["init"]), leaves])
         raw = np.add.accumulate(terms, axis=1)[:, -1]
         return raw.reshape(n, k)
     if kind == "linear":
@@ -323,7 +330,7 @@ def _compile(kind: str, a: dict, d: int, dev: list[float]):
         return _selector.Tree(d, dev, a["cl"], a["cr"], a["f"], a["thr"], a["v"], True)
     if kind == "gbt":
         return _selector.Gbt(d, dev, a["n_trees"], a["cl"], a["cr"], a["f"], a["thr"], a["v"], a["lr"], a["init"],
-                             a["codes"], a["n_variants"], a["f32"])
+                             a["codes"], a["n_variants"], a["f32"], a["starts"])
     if kind == "linear":
         return _selector.Linear(d, dev, a["log_mask"], a["mean"], a["scale"], a["coef"], a["intercept"],
                                 a["choose_max"])

@@ -116,6 +116,22 @@ def flat_params(kind: str, p: dict, d_in: int, d_dev: int, k: int) -> dict:
         raise ValueError(f"{kind} model parameters are malformed: {exc!r}") from None
 
 
+def variant_starts(p: dict, n_trees: int, k: int) -> list[int]:
+    """A ``gbt`` model's tree offsets per variant from its optional ``variant_trees`` (how many
+    consecutive trees score each variant alone: one booster per variant); ``[]`` without."""
+    counts = p.get("variant_trees")
+    if counts is None:
+        return []
+    counts = _list(counts)
+    if (len(counts) != k or not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts)
+            or sum(counts) != n_trees):
+        raise ValueError(f"gbt variant_trees must be {k} tree counts summing to the {n_trees} trees")
+    starts = [0]
+    for c in counts:
+        starts.append(starts[-1] + c)
+    return starts
+
+
 def _flat_time_kind(kind: str, p: dict, d: int, k: int) -> dict:
     """:func:`flat_params` of the time learners' kinds (see :mod:`nitro.model`)."""
     if kind == "tree":
@@ -130,7 +146,8 @@ def _flat_time_kind(kind: str, p: dict, d: int, k: int) -> dict:
         trees = [_check_tree(t, d + codes[2], None) for t in p["trees"]]
         return {"n_trees": len(trees), "cl": _pad(trees, "cl", -1), "cr": _pad(trees, "cr", -1),
                 "f": _pad(trees, "f", 0), "thr": _pad(trees, "thr", 0.0), "v": _pad(trees, "v", 0.0),
-                "lr": lr, "init": init, "codes": codes[0], "n_variants": k, "f32": bool(p.get("x_float32", True))}
+                "lr": lr, "init": init, "codes": codes[0], "n_variants": k, "f32": bool(p.get("x_float32", True)),
+                "starts": variant_starts(p, len(trees), k)}
     if kind == "linear":
         coef = matrix(p["coef"], k, d)
         mean, scale, b = vector(p["mean"], d), vector(p["scale"], d), vector(p["intercept"], k)

@@ -356,6 +356,8 @@ inline int tree_predict(const TreeModel& m, const double* in, double* work) {
 }
 
 // gbt: boosted trees over [x ∘ code of variant v]: init + Σ lr·leaf, summed in order; argmax.
+// With variant_start (n_variants + 1 offsets), variant v sums only trees [start[v], start[v+1]):
+// one booster per variant.
 struct GbtModel {
   std::size_t n_inputs, n_device;
   const double* device;
@@ -364,6 +366,7 @@ struct GbtModel {
   std::size_t n_variants, code_width;
   const double* codes;         // n_variants rows of code_width
   bool float32;
+  const std::size_t* variant_start = nullptr;
 };
 
 inline std::size_t gbt_work_size(const GbtModel& m) { return m.n_inputs + m.n_device + m.code_width; }
@@ -378,7 +381,9 @@ inline int gbt_predict(const GbtModel& m, const double* in, double* work) {
     std::copy(m.codes + v * m.code_width, m.codes + (v + 1) * m.code_width, work + w);
     if (m.float32) round_to_float32(work + w, m.code_width);
     double s = m.init;
-    for (std::size_t t = 0; t < m.trees.n_trees; ++t) s += m.learning_rate * tree_leaf(m.trees, t, work)[0];
+    const std::size_t first = m.variant_start ? m.variant_start[v] : 0;
+    const std::size_t last = m.variant_start ? m.variant_start[v + 1] : m.trees.n_trees;
+    for (std::size_t t = first; t < last; ++t) s += m.learning_rate * tree_leaf(m.trees, t, work)[0];
     if (v == 0 || s > best_score) {
       best = static_cast<int>(v);
       best_score = s;

@@ -10,7 +10,7 @@ import pytest
 from nitro.bundle import Bundle
 from nitro.bundle_build import datasheet_table
 from nitro.export_cpp import export_header, namespace_for
-from nitro.learn import fit_selector, make_selector
+from nitro.learn import RegressionSelector, fit_selector, make_selector
 from nitro.model import KINDS, SelectorModel
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
@@ -80,10 +80,12 @@ def bundle():
     est = fit_selector(make_selector("svm"), Xd, T)
     models["svm-device"] = SelectorModel.from_estimator(est, FEATURES, variants=VARIANTS, device_features={"cores": 16.0})
     models["kernel"] = kernel_model(rng)
+    models["gbt-per-variant"] = SelectorModel.from_estimator(RegressionSelector(per_variant=True, max_iter=40).fit(X, T),
+                                                             FEATURES, variants=VARIANTS)
     models["constant"] = SelectorModel(variants=["huge", "small"], input_features=FEATURES, kind="constant",
                                        params={"label": 1})
     products = ["tesla_p100", "tesla_v100_sxm2", "titan_v", "geforce_gtx_980", "tesla_k40m", "tesla_k20c",
-                "geforce_gtx_480", "tesla_c2075", "geforce_gtx_770"]
+                "geforce_gtx_480", "tesla_c2075", "geforce_gtx_770", "tesla_t4"]
     ids = {name: f"{products[i]}-node{i}" for i, name in enumerate(models)}
     b = Bundle.build("my-solver", VARIANTS, FEATURES, "medium", {ids[n]: m for n, m in models.items()},
                      info={ids[n]: {"product": products[i]} for i, n in enumerate(models)},

@@ -41,6 +41,7 @@ def test_flat_layouts_of_the_compiled_evaluator():
     assert g["n_trees"] == 2 and g["cl"] == [1, -1, -1, -1, -1, -1] and g["f"] == [1, 0, 0, 0, 0, 0]
     assert g["v"] == [0.1, 0.2, 0.3, 0.4, 0.0, 0.0] and g["codes"] == [1.0, 0.0, 0.0, 1.0] and g["n_variants"] == 2
     assert flat_params("linear", LINEAR, 2, 0, 2)["choose_max"] is False
+    assert g["starts"] == [] and flat_params("gbt", {**GBT, "variant_trees": [1, 1]}, 2, 0, 2)["starts"] == [0, 1, 2]
 
 
 def test_numpy_arrays_are_taken_as_their_lists():
@@ -75,6 +76,8 @@ def _broken(params, path, value):
     ("gbt", GBT, ["variant_codes"], [[1.0, 0.0]], "one finite row per variant"),
     ("gbt", GBT, ["init"], math.nan, "finite learning_rate and init"),
     ("gbt", GBT, ["trees", 1, "value"], [0.4, 0.5], "inconsistent"),
+    ("gbt", GBT, ["variant_trees"], [2], "2 tree counts summing to the 2 trees"),
+    ("gbt", GBT, ["variant_trees"], [1, 2], "2 tree counts summing to the 2 trees"),
     ("linear", LINEAR, ["coef", 1], [0.5], "inconsistent shapes"),
     ("linear", LINEAR, ["intercept", 0], math.inf, "not finite"),
     ("intervals", INTERVALS, ["thresholds"], [10.0, 1.0], "ascending"),

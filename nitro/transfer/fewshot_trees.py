@@ -1,17 +1,19 @@
 """Few-shot transfer by boosted trees: the sources' rows and a few of the target's, one model.
 
 The rows ``[input ∘ device features]`` of every source and the handful of target inputs timed
-on the target train one :class:`nitro.learn.RegressionSelector` (log speed-up of each variant).
-The target's rows are weighted so that together they count as much as one source's (weight
+on the target train one :class:`nitro.learn.RegressionSelector` with one booster per variant
+(``per_variant``: each learns its variant's log slow-down from the input's best). The target's
+rows are weighted so that together they count as much as one source's (weight
 ``n_source_inputs / n_target_inputs``): with 2% of the inputs timed, the target is one more
 device among the sources, not a rounding error beside them. Trees split on the device features
 where the target's rows disagree with its neighbours' and so learn target behaviour no source
 shows, while inputs far from any target row keep the sources' answer.
 
-Measured on the Ginkgo SpMV data (2% of the training inputs, k-means picks): 96.9% of the
-optimum mean leave-one-GPU-out and 96.3% leave-one-family-out, against 96.0 and 96.0 for the
-residual correction of the kernel model (:mod:`nitro.transfer.fewshot`, which refining mode
-uses to correct a kernel model in place).
+Measured on the Ginkgo SpMV data (2% of the training inputs, k-means picks): 97.2% of the
+optimum mean leave-one-GPU-out and 96.7% leave-one-family-out (one booster shared by all
+variants, over ``[input ∘ device ∘ variant code]``: 96.9 and 96.3; the residual correction of
+the kernel model, :mod:`nitro.transfer.fewshot`, which refining mode uses to correct a kernel
+model in place: 96.0 and 96.0).
 
 Each source contributes at most ``MAX_SOURCE_INPUTS`` training inputs (a random sample beyond):
 the trees' fit then costs the same at 10⁵ inputs as at 10⁴, and the few target rows keep
@@ -25,6 +27,10 @@ from ..learn.regression import RegressionSelector
 from .data import TransferData, concatenate, stack_times
 
 MAX_SOURCE_INPUTS = 4000
+# Trees per variant and their step: 100 at 0.2 dispatch as fast as the 200 shared trees of one
+# booster over all variants (~8 us on SpMV's 4 variants); 200 at 0.1 scored 0.0-0.3 points
+# higher on the SpMV data but took 18 us.
+MAX_ITER, LEARNING_RATE = 100, 0.2
 
 
 def fit_few_shot_trees(data: TransferData, sources: list[int], train: np.ndarray, target: int,
@@ -41,5 +47,6 @@ def fit_few_shot_trees(data: TransferData, sources: list[int], train: np.ndarray
     Xt = concatenate(data.X[target_inputs[ok]], data.D[target, features])
     weight = len(X) / len(sources) / ok.sum()
     w = np.r_[np.ones(len(X)), np.full(ok.sum(), weight)]
-    return RegressionSelector(random_state=random_state).fit(np.vstack([X, Xt]),
-                                                             np.vstack([times, target_times[ok]]), sample_weight=w)
+    return RegressionSelector(per_variant=True, max_iter=MAX_ITER, learning_rate=LEARNING_RATE,
+                              random_state=random_state).fit(np.vstack([X, Xt]), np.vstack([times, target_times[ok]]),
+                                                             sample_weight=w)

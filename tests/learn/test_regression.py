@@ -21,6 +21,10 @@ def test_targets_are_log_speedups_with_zeta_below_the_slowest():
     T = np.array([[1.0, 100.0, np.nan]])
     y = RegressionSelector().targets(T)
     assert y[0, 2] < y[0, 1] < y[0, 0]
+    # per-variant boosters learn the log slow-down from the input's best
+    y = RegressionSelector(per_variant=True).targets(np.array([[2.0, 1.0, 4.0], [1.0, np.nan, 3.0]]))
+    assert np.allclose(y[0], [-math.log(2), 0.0, -math.log(4)])
+    assert np.isclose(y[1, 1], -math.log(3) + math.log(0.5))
 
 
 def tile_time(x, tile, unroll):
@@ -89,3 +93,29 @@ def test_tune_from_source_with_a_selector_by_name(store):
     assert model.provenance["learner"] == "RegressionSelector"
     assert SelectorModel.from_dict(store.model("xover", "target")).predict([[16.0], [1e6]]) == ["narrow", "wide"]
     assert cv(16.0) == "narrow" and cv(1e6) == "wide"
+
+
+def test_per_variant_boosters_export_to_one_ensemble_that_chooses_the_same():
+    """One booster per variant, exported as one ``gbt`` ensemble whose trees first test the
+    variant's code: the Python model and the compiled dispatch choose exactly as the estimator,
+    and each variant's score is its own booster's prediction."""
+    import json
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.uniform(0, 10, 300), rng.normal(size=300)])
+    T = np.column_stack([1 + X[:, 0], 6 + 0.2 * X[:, 0] * (X[:, 1] > 0), 12 - X[:, 0]]) * np.exp(rng.normal(0, 0.05, (300, 3)))
+    T[rng.random(300) < 0.05, 1] = np.nan
+    est = RegressionSelector(per_variant=True, max_iter=50).fit(X, T)
+    assert len(est.boosters_) == 3
+    scores = est.predict_scores(X)
+    assert np.allclose(scores[:, 2], est.boosters_[2].predict(X))
+    model = SelectorModel.from_dict(json.loads(json.dumps(
+        SelectorModel.from_estimator(est, ["a", "b"], variants=["x", "y", "z"]).to_dict())))
+    Xq = np.vstack([X, np.column_stack([rng.uniform(-5, 15, 500), rng.normal(0, 3, 500)])])
+    expected = [["x", "y", "z"][i] for i in est.predict(Xq)]
+    assert model.kind == "gbt" and model.predict(Xq) == expected
+    fast = model.compiled()
+    assert [model.variants[i] for i in fast.predict_batch(Xq)] == expected
+    best = np.nanargmin(np.where(np.isnan(T), np.inf, T), axis=1)
+    assert (est.predict(X) == best).mean() > 0.9
+    with pytest.raises(ValueError, match="variant_codes"):
+        RegressionSelector(per_variant=True, variant_codes=np.eye(3)).fit(X, T)
