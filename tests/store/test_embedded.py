@@ -15,8 +15,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 # A nitro process that writes through the Store, says which processes it started, and waits.
+# SIGINT raises KeyboardInterrupt as at a terminal, also when the tests run as a background job
+# of a non-interactive shell (whose children inherit SIGINT ignored).
 WRITER = """
-import sys, time
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from nitro.store import Store
 store = Store()
 store.client.mset({f"k{i}": sys.argv[1] for i in range(500)})
