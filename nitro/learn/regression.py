@@ -107,7 +107,8 @@ class RegressionSelector(TimeSelector):
                                              early_stopping=False, random_state=self.random_state)
 
     def predict_scores(self, X, codes=None) -> np.ndarray:
-        """Predicted log speed-up (n_inputs, n_codes) of each variant (or of ``codes``)."""
+        """Predicted log speed-up (n_inputs, n_codes) of each variant (or of ``codes``) over the
+        input's reference time (see :meth:`targets`)."""
         X = self._check_X(X)
         if self.per_variant:
             if codes is not None:
