@@ -96,9 +96,9 @@ def test_tune_from_source_with_a_selector_by_name(store):
 
 
 def test_per_variant_boosters_export_to_one_ensemble_that_chooses_the_same():
-    """One booster per variant, exported as one ``gbt`` ensemble whose trees first test the
-    variant's code: the Python model and the compiled dispatch choose exactly as the estimator,
-    and each variant's score is its own booster's prediction."""
+    """One booster per variant, exported as one ``gbt`` ensemble with its trees grouped by
+    variant (``variant_trees``): the Python model and the compiled dispatch choose exactly as
+    the estimator, and each variant's score is its own booster's prediction."""
     import json
     rng = np.random.default_rng(0)
     X = np.column_stack([rng.uniform(0, 10, 300), rng.normal(size=300)])
