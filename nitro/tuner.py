@@ -17,7 +17,7 @@ from .model import SelectorModel
 from .noise import NoisyMachineWarning, format_report, summarize
 from .metrics import fraction_of_optimum
 from .progress import progress_bar
-from .search import PLATEAU_QUALITY, EarlyStopping, budget_count, margins, prior_order, spread_indices
+from .search import PLATEAU_INPUTS, PLATEAU_QUALITY, EarlyStopping, budget_count, margins, prior_order, spread_indices
 from .store import Store
 from .variant import CodeVariant
 
@@ -128,11 +128,13 @@ class Autotuner:
         """Measure at most ``budget`` training inputs (a count, or a fraction of them), chosen
         where the current model is least sure: a spread-out first quarter, then batches of the
         inputs with the smallest best-versus-second-best margin, until the budget is spent or the
-        model has plateaued twice in a row. A batch shows a plateau when the model chose for it,
-        before it was measured, within ``PLATEAU_QUALITY`` of its optimum (a skipped or failed
-        choice is a miss) *and* learning it changed none of the model's choices on the whole
-        training pool. The first test alone is weak (margin-picked inputs are near ties, cheap
-        to get wrong); the second alone is met by a model that predicts one variant everywhere."""
+        model has plateaued on two or more batches in a row holding ``PLATEAU_INPUTS`` inputs in
+        all. A batch shows a plateau when the model chose for it, before it was measured, within
+        ``PLATEAU_QUALITY`` of its optimum (a skipped or failed choice is a miss) *and* learning
+        it changed none of the model's choices on the whole training pool. The first test alone
+        is weak (margin-picked inputs are near ties, cheap to get wrong); the second alone is met
+        by a model that predicts one variant everywhere; two small batches are met by chance
+        (on a pool of 48 images, batches of 5 stopped half-way and lost 1-5 points)."""
         if not self.training_args:
             raise ValueError(f"{self.name}: call set_training_args before tuning")
         n = len(self.training_args)
@@ -142,14 +144,15 @@ class Autotuner:
         index = {iid: k for k, iid in enumerate(self.training_ids)}
         chosen = spread_indices(X, max(2, math.ceil(limit / 4)))[:limit]
         rows = self.measure(cv, remeasure, early_stopping, indices=chosen)
-        batch, passed, pending = max(1, math.ceil(limit / 8)), 0, None
+        batch, passed, passed_inputs, pending = max(1, math.ceil(limit / 8)), 0, 0, None
         while len(chosen) < limit:
             est = self._fit(cv, rows) if any(r.best is not None for r in rows) else None
             pool = est.predict(X) if est is not None else None
             if pending is not None:   # the last batch was chosen well: did learning it change choices?
-                passed = passed + 1 if np.array_equal(pool, pending) else 0
+                same = np.array_equal(pool, pending[0])
+                passed, passed_inputs = (passed + 1, passed_inputs + pending[1]) if same else (0, 0)
                 pending = None
-            if passed >= 2:
+            if passed >= 2 and passed_inputs >= PLATEAU_INPUTS:
                 break
             if est is None:
                 extra = [i for i in spread_indices(X, len(chosen) + batch) if i not in chosen]
@@ -163,9 +166,9 @@ class Autotuner:
                 times = np.array([r.time_vector(cv.variant_names) for _, r in scored], dtype=np.float64)
                 quality = fraction_of_optimum(times, pool[[k for k, _ in scored]])
                 if quality >= PLATEAU_QUALITY:
-                    pending = pool
+                    pending = (pool, len(extra))
                 else:
-                    passed = 0
+                    passed, passed_inputs = 0, 0
             rows += new
             chosen += extra
         return rows
