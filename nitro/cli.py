@@ -180,7 +180,7 @@ def cmd_evaluate(args):
                                  passes=args.passes, stream_length=args.stream, budget=args.budget,
                                  candidates=args.candidates or None, quantile=args.quantile,
                                  refit_every=args.refit_every, cvdfs=args.zero_shot == "cvdfs",
-                                 max_size=args.max_subset_size, n_jobs=args.n_jobs)
+                                 max_size=args.max_subset_size, n_jobs=args.n_jobs, refit=args.refit)
         _emit(args, result, format_online(result))
         return
     from .evaluate import evaluate, format_evaluation
@@ -375,6 +375,9 @@ def build_parser() -> argparse.ArgumentParser:
     online.add_argument("--quantile", type=float, default=0.25,
                         help="explore candidate calls whose margin is in this lowest share of recent margins")
     online.add_argument("--refit-every", type=int, default=16, help="new target rows between refits (default 16)")
+    online.add_argument("--refit", choices=["trees", "kernel"], default="trees",
+                        help="refit from the sources' and the target's rows by per-variant boosted trees "
+                             "(default), or correct the zero-shot kernel model")
     online.add_argument("--zero-shot", choices=["full", "cvdfs"], default="full",
                         help="zero-shot model: full-set Kronecker KRR (default) or the CV-DFS ensemble")
     p.set_defaults(func=cmd_evaluate)

@@ -108,7 +108,7 @@ def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, 
 
 def _few_shot_choices(data, sources, train, t, picks, feats, Xte) -> np.ndarray:
     """Choices on ``Xte`` of the few-shot trees given the target's times at ``picks``."""
-    return fit_few_shot_trees(data, sources, train, t, picks, data.times[t, picks], feats).predict(Xte)
+    return fit_few_shot_trees(data, sources, train, t, data.X[picks], data.times[t, picks], feats).predict(Xte)
 
 
 def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.5, seed: int = 0,

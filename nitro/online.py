@@ -5,7 +5,12 @@ other devices (Kronecker KRR as ``tune_from_source`` builds it, optionally with 
 ensemble of device-feature subsets), then a stream of the target's training inputs (shuffled
 passes, ``seed``) is dispatched through the same :class:`nitro.refine.Refiner` that serves real
 calls, except that running a variant means reading its recorded time on the target
-(:class:`RecordedRun`) and refits are synchronous, so that a replay is deterministic.
+(:class:`RecordedRun`) and refits are synchronous, so that a replay is deterministic. A refit
+(default ``"trees"``) fits per-variant boosted trees on the sources' rows and the target rows
+explored so far, each row teaching only the variants it ran
+(:class:`nitro.transfer.fewshot_trees.TreesRefit`); ``"kernel"`` corrects the zero-shot kernel
+model instead (:func:`nitro.transfer.fewshot.refine_model`, what refining mode does without
+the sources' rows).
 
 Reported per target and as the mean over the main group's targets: the share of calls that
 explored; the stream's time against its optimum (Σ time spent / Σ fastest time, explored
@@ -51,13 +56,13 @@ class RecordedRun:
 
 
 def zero_shot_model(data, sources: list[int], train: np.ndarray, target: int, cvdfs: bool = False,
-                    max_size: int = 3, n_jobs: int | None = None) -> SelectorModel:
+                    max_size: int = 3, n_jobs: int | None = None, prep=None) -> SelectorModel:
     """The target's zero-shot kernel model from ``sources`` (device indices of ``data``, a
     :class:`nitro.transfer.data.TransferData`) on the ``train`` inputs: full-set Kronecker KRR,
-    or the CV-DFS subset ensemble with ``cvdfs``."""
+    or the CV-DFS subset ensemble with ``cvdfs`` (``prep``: those arrays, already built)."""
     from .transfer.fit import export_model, transfer_scores
     from .transfer.prepare import Prepared
-    prep = Prepared.build(data, sources, train, extra_devices=[target])
+    prep = prep or Prepared.build(data, sources, train, extra_devices=[target])
     subsets = [prep.features]
     if cvdfs:
         from .transfer.cvdfs import cv_dfs
@@ -96,12 +101,17 @@ def replay(model: SelectorModel, X: np.ndarray, times: np.ndarray, stream: np.nd
 
 
 def _target(data, t: int, sources: list[int], train, test, *, passes: int, stream_length: int | None,
-            seed: int, cvdfs: bool, max_size: int, n_jobs, options: dict) -> dict:
+            seed: int, cvdfs: bool, max_size: int, n_jobs, refit: str, options: dict) -> dict:
+    from .transfer.fewshot_trees import TreesRefit
+    from .transfer.prepare import Prepared
     started = time.perf_counter()
     times = data.times[t]
     train = train[np.isfinite(times[train]).any(axis=1)]
     test = test[np.isfinite(times[test]).any(axis=1)]
-    base = zero_shot_model(data, sources, train, t, cvdfs=cvdfs, max_size=max_size, n_jobs=n_jobs)
+    prep = Prepared.build(data, sources, train, extra_devices=[t])
+    base = zero_shot_model(data, sources, train, t, cvdfs=cvdfs, max_size=max_size, n_jobs=n_jobs, prep=prep)
+    if refit == "trees":
+        options = {**options, "refit": TreesRefit(data, sources, prep.train, t, prep.features, random_state=seed)}
     rng = np.random.default_rng([seed, t])
     length = stream_length if stream_length is not None else passes * len(train)
     passes_needed = -(-length // len(train))
@@ -129,18 +139,24 @@ KEYS = ("explored_percent", "zero_shot_stream_time_ratio", "stream_time_ratio", 
 def evaluate_online(m: Measurements, variants=None, devices=None, test_size: float = 0.5, seed: int = 0,
                     passes: int = PASSES, stream_length: int | None = None, budget: float = BUDGET,
                     candidates: int | None = 2, quantile: float = QUANTILE, refit_every: int = REFIT_EVERY,
-                    cvdfs: bool = False, max_size: int = 3, n_jobs: int | None = None, **options) -> dict:
+                    cvdfs: bool = False, max_size: int = 3, n_jobs: int | None = None, refit: str = "trees",
+                    **options) -> dict:
     """Replay refining mode for every target of the split of :func:`nitro.evaluate.split`
     (see the module documentation). ``stream_length`` calls per target (default ``passes``
-    shuffled passes over its training inputs); the other options are the refiner's."""
+    shuffled passes over its training inputs); ``refit``: ``"trees"`` (the sources' rows and
+    the target's in per-variant boosted trees, :class:`nitro.transfer.fewshot_trees.TreesRefit`)
+    or ``"kernel"`` (the zero-shot model's residual correction,
+    :func:`nitro.transfer.fewshot.refine_model`); the other options are the refiner's."""
     from .evaluate import split
     if passes < 1 or (stream_length is not None and stream_length < 1):
         raise ValueError("a replayed stream needs at least one call")
+    if refit not in ("trees", "kernel"):
+        raise ValueError(f"refit must be 'trees' or 'kernel', got {refit!r}")
     started = time.perf_counter()
     data, idx, others, train, test = split(m, variants=variants, devices=devices, test_size=test_size, seed=seed)
     refiner_options = dict(budget=budget, candidates=candidates, quantile=quantile, refit_every=refit_every, **options)
     common = dict(passes=passes, stream_length=stream_length, seed=seed, cvdfs=cvdfs, max_size=max_size,
-                  n_jobs=n_jobs, options=refiner_options)
+                  n_jobs=n_jobs, refit=refit, options=refiner_options)
     targets = {data.devices[t]: _target(data, t, [s for s in idx if s != t], train, test, **common) for t in idx}
     cross = {}
     for o in others:
@@ -150,7 +166,7 @@ def evaluate_online(m: Measurements, variants=None, devices=None, test_size: flo
     return {
         "variants": list(data.variants), "devices": [data.devices[i] for i in idx], "cross_kind_devices": others,
         "n_train": int(len(train)), "n_test": int(len(test)), "seed": seed, "cv_dfs": cvdfs,
-        "refiner": {k: v for k, v in refiner_options.items() if not callable(v)},
+        "refiner": {k: v for k, v in refiner_options.items() if not callable(v)}, "refit": refit,
         "passes": passes if stream_length is None else None, "stream_length": stream_length,
         "targets": targets, "cross_kind": cross,
         "mean": {k: float(np.mean([r[k] for r in targets.values()])) for k in KEYS},
@@ -167,7 +183,8 @@ def format_online(r: dict) -> str:
     lines = [f"refining mode replayed: {len(r['devices'])} targets, variants {', '.join(r['variants'])}, "
              f"{r['n_train']} training / {r['n_test']} test inputs (seed {r['seed']}), {stream}",
              f"budget {o['budget']}, {o['candidates'] or 'all'} candidates per explored call, quantile "
-             f"{o['quantile']}, refit every {o['refit_every']} rows; zero-shot: "
+             f"{o['quantile']}, refit every {o['refit_every']} rows by "
+             f"{'boosted trees on the sources and target rows' if r.get('refit') == 'trees' else 'kernel correction'}; zero-shot: "
              f"{'CV-DFS ensemble' if r['cv_dfs'] else 'full-set Kronecker KRR'}",
              "stream time = sum of time spent / sum of the fastest variant's time; quality = % of optimum on test inputs",
              "", f"{'target':<{width}}{'explored %':>11}{'stream 0-shot':>14}{'stream refined':>15}"

@@ -122,3 +122,30 @@ def stand_in_cuda_driver(tmp_path_factory):
     lib = folder / "libcuda.so.1"
     subprocess.run([compiler, "-shared", "-fPIC", "-o", str(lib), str(folder / "empty.c")], check=True)
     return lib
+
+
+@pytest.fixture
+def odd_target():
+    """Factory of small measurements ``make(n_inputs=160, seed=0)``: variant ``lin`` costs
+    x·speed, ``flat`` a constant, ``mid`` in between on devices dev0-dev3 and ``odd``; on every
+    device but ``odd`` lin wins on small inputs, on ``odd`` (a behaviour no source shows) it
+    wins on large ones, so its zero-shot model is wrong there and only target timings can tell."""
+    import numpy as np
+    import pandas as pd
+    from nitro.dataset import Measurements
+    speed = {"dev0": 0.5, "dev1": 1.0, "dev2": 2.0, "dev3": 4.0, "odd": 1.5}
+
+    def make(n_inputs: int = 160, seed: int = 0) -> Measurements:
+        rng = np.random.default_rng(seed)
+        x = np.exp(rng.uniform(0, np.log(400), n_inputs))
+        inputs = [f"in{i}" for i in range(len(x))]
+        rows = []
+        for dev, s in speed.items():
+            lin = (40.0 / x if dev == "odd" else x) * s * 1e-3
+            noise = rng.uniform(0.97, 1.03, (len(x), 3))
+            rows.append(np.column_stack([lin, np.full_like(x, 0.02), 0.5 * lin + 0.012]) * noise)
+        times = pd.DataFrame(np.vstack(rows), columns=["lin", "flat", "mid"],
+                             index=pd.MultiIndex.from_product([list(speed), inputs], names=["device", "input"]))
+        return Measurements(times, pd.DataFrame({"x": x}, index=inputs),
+                            pd.DataFrame({"speed": list(speed.values())}, index=list(speed)))
+    return make

@@ -3,37 +3,15 @@ measurements, written as a dataset directory, and on the shared SpMV data where 
 import json
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from nitro.cli import main
 from nitro.dataset import Measurements, load_dataset_dir
 from nitro.online import RecordedFailure, RecordedRun, evaluate_online, format_online
 
-SPEED = {"dev0": 0.5, "dev1": 1.0, "dev2": 2.0, "dev3": 4.0, "odd": 1.5}
-
-
-def measurements(seed=0) -> Measurements:
-    """Variant ``lin`` costs x·speed, ``flat`` a constant, ``mid`` in between; on every device
-    but ``odd`` lin wins on small inputs, on ``odd`` (a behaviour no source shows) it wins on
-    large ones, so its zero-shot model is wrong there and only target timings can tell."""
-    rng = np.random.default_rng(seed)
-    x = np.exp(rng.uniform(0, np.log(400), 160))
-    inputs = [f"in{i}" for i in range(len(x))]
-    rows = []
-    for dev, s in SPEED.items():
-        lin = (40.0 / x if dev == "odd" else x) * s * 1e-3
-        noise = rng.uniform(0.97, 1.03, (len(x), 3))
-        rows.append(np.column_stack([lin, np.full_like(x, 0.02), 0.5 * lin + 0.012]) * noise)
-    times = pd.DataFrame(np.vstack(rows), columns=["lin", "flat", "mid"],
-                         index=pd.MultiIndex.from_product([list(SPEED), inputs], names=["device", "input"]))
-    return Measurements(times, pd.DataFrame({"x": x}, index=inputs),
-                        pd.DataFrame({"speed": list(SPEED.values())}, index=list(SPEED)))
-
-
-def test_replay_stays_in_budget_and_learns_what_no_source_shows():
-    r = evaluate_online(measurements(), passes=4, budget=0.05, candidates=None, refit_every=4)
-    assert set(r["targets"]) == set(SPEED) and r["n_train"] + r["n_test"] == 160
+def test_replay_stays_in_budget_and_learns_what_no_source_shows(odd_target):
+    r = evaluate_online(odd_target(), passes=4, budget=0.05, candidates=None, refit_every=4)
+    assert set(r["targets"]) == {"dev0", "dev1", "dev2", "dev3", "odd"} and r["n_train"] + r["n_test"] == 160
     for dev, t in r["targets"].items():
         assert t["explored_calls"] <= 0.05 * t["stream_calls"] + 1
         assert t["stream_time_ratio"] >= 1.0 and t["zero_shot_stream_time_ratio"] >= 1.0
@@ -46,9 +24,9 @@ def test_replay_stays_in_budget_and_learns_what_no_source_shows():
     assert "odd" in text and "mean" in text and "explored %" in text
 
 
-def test_replay_is_deterministic_for_a_seed():
-    a = evaluate_online(measurements(), stream_length=300, budget=0.05, seed=3)
-    b = evaluate_online(measurements(), stream_length=300, budget=0.05, seed=3)
+def test_replay_is_deterministic_for_a_seed(odd_target):
+    a = evaluate_online(odd_target(), stream_length=300, budget=0.05, seed=3)
+    b = evaluate_online(odd_target(), stream_length=300, budget=0.05, seed=3)
     strip = lambda r: {d: {k: v for k, v in t.items() if k != "seconds"} for d, t in r["targets"].items()}  # noqa: E731
     assert strip(a) == strip(b)
 
@@ -67,8 +45,8 @@ def _write_dir(m: Measurements, path):
     long.to_csv(path / "measurements.csv", index=False)
 
 
-def test_cli_evaluate_online_prints_json(tmp_path, capsys):
-    _write_dir(measurements(), tmp_path)
+def test_cli_evaluate_online_prints_json(tmp_path, capsys, odd_target):
+    _write_dir(odd_target(), tmp_path)
     assert main(["evaluate", str(tmp_path), "--online", "--json", "--stream", "200", "--budget", "0.05",
                  "--candidates", "0"]) == 0
     r = json.loads(capsys.readouterr().out)

@@ -80,25 +80,40 @@ class RegressionSelector(TimeSelector):
         return np.where(np.isnan(y), floor, y)
 
     def fit(self, X, times, sample_weight=None):
-        """``sample_weight``: one weight per input (row of ``X``), shared by its variants' rows."""
+        """``sample_weight``: one weight per input (row of ``X``), shared by its variants' rows,
+        or one per input and variant (``(n, v)``). A zero weight leaves that variant's entry
+        out, which is how rows that timed only some variants are given (refining mode): a NaN
+        time alone counts as a failure, and the reference time is the best of those timed."""
         X, times = self._start_fit(X, times)
+        n, k = times.shape
         if sample_weight is not None:
             sample_weight = np.asarray(sample_weight, dtype=np.float64)
-            if sample_weight.shape != (X.shape[0],) or not (np.isfinite(sample_weight).all() and (sample_weight >= 0).all()):
-                raise ValueError(f"sample_weight must be {X.shape[0]} finite non-negative numbers")
-        self.codes_ = self._codes(times.shape[1])
+            if sample_weight.shape not in ((n,), (n, k)) or not (np.isfinite(sample_weight).all()
+                                                               and (sample_weight >= 0).all()):
+                raise ValueError(f"sample_weight must be {n} or {n}×{k} finite non-negative numbers")
+            if sample_weight.ndim == 1:
+                sample_weight = np.repeat(sample_weight[:, None], k, axis=1)
+        self.codes_ = self._codes(k)
         if self.per_variant and self.variant_codes is not None:
             raise ValueError("per_variant fits one booster per variant identity: it takes no variant_codes")
         y = self.targets(times)
         with threadpool_limits(self.n_threads, user_api="openmp"):
             if self.per_variant:
-                self.boosters_ = [self._booster(X.shape[0]).fit(X, y[:, v], sample_weight=sample_weight)
-                                  for v in range(times.shape[1])]
+                self.boosters_ = [self._fit_booster(X, y[:, v], None if sample_weight is None else sample_weight[:, v])
+                                  for v in range(k)]
             else:
-                weight = None if sample_weight is None else np.repeat(sample_weight, times.shape[1])
-                self.gbr_ = self._booster(X.shape[0] * times.shape[1]).fit(self._rows(X, self.codes_), y.ravel(),
-                                                                           sample_weight=weight)
+                weight = None if sample_weight is None else sample_weight.ravel()
+                self.gbr_ = self._fit_booster(self._rows(X, self.codes_), y.ravel(), weight)
         return self
+
+    def _fit_booster(self, X, y, weight):
+        """One booster on the rows of non-zero ``weight`` (all when ``None``)."""
+        if weight is not None:
+            keep = weight > 0
+            if not keep.any():
+                raise ValueError("a variant has no row with a positive weight to learn from")
+            X, y, weight = X[keep], y[keep], weight[keep]
+        return self._booster(X.shape[0]).fit(X, y, sample_weight=weight)
 
     def _booster(self, rows: int) -> HistGradientBoostingRegressor:
         leaf = self.min_samples_leaf if self.min_samples_leaf is not None else min(20, max(1, rows // 50))

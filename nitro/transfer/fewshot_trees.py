@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..learn.regression import RegressionSelector
+from ..model import SelectorModel
 from .data import TransferData, concatenate, stack_times
 
 MAX_SOURCE_INPUTS = 4000
@@ -34,19 +35,57 @@ MAX_ITER, LEARNING_RATE = 100, 0.2
 
 
 def fit_few_shot_trees(data: TransferData, sources: list[int], train: np.ndarray, target: int,
-                       target_inputs: np.ndarray, target_times: np.ndarray, features: list[int],
-                       random_state: int = 0) -> RegressionSelector:
+                       X_target: np.ndarray, target_times: np.ndarray, features: list[int],
+                       random_state: int = 0, ran: np.ndarray | None = None) -> RegressionSelector:
     """Boosted trees on the ``sources``' ``train`` rows plus ``target_times`` (n, v) measured
-    on the target at ``target_inputs``, over ``[input ∘ device features[features]]``."""
+    on the target at inputs of raw features ``X_target`` (n, d), over ``[input ∘ device
+    features[features]]``. ``ran`` (n, v): which variants ran on each target row (default all,
+    a NaN time is then a failure; refining mode times only some). Rows where fewer than two
+    variants ran are left out: one time alone says nothing about which variant is faster."""
     if len(train) > MAX_SOURCE_INPUTS:
         train = np.sort(np.random.default_rng(random_state).choice(train, MAX_SOURCE_INPUTS, replace=False))
     X, times = stack_times(data, sources, train, features)
-    ok = np.isfinite(target_times).any(axis=1)
+    target_times = np.asarray(target_times, dtype=np.float64)
+    ran = np.ones(target_times.shape, dtype=bool) if ran is None else np.asarray(ran, dtype=bool)
+    if ran.shape != target_times.shape:
+        raise ValueError(f"ran must match the target times' shape {target_times.shape}, got {ran.shape}")
+    ok = np.isfinite(np.where(ran, target_times, np.nan)).any(axis=1) & (ran.sum(axis=1) >= 2)
     if not ok.any():
-        raise ValueError("no variant ran on the target for any of the chosen inputs")
-    Xt = concatenate(data.X[target_inputs[ok]], data.D[target, features])
+        raise ValueError("no target row has two or more variants run, one of them successfully")
+    Xt = concatenate(np.asarray(X_target, dtype=np.float64)[ok], data.D[target, features])
     weight = len(X) / len(sources) / ok.sum()
-    w = np.r_[np.ones(len(X)), np.full(ok.sum(), weight)]
+    w = np.vstack([np.ones(times.shape), np.where(ran[ok], weight, 0.0)])
     return RegressionSelector(per_variant=True, max_iter=MAX_ITER, learning_rate=LEARNING_RATE,
                               random_state=random_state).fit(np.vstack([X, Xt]), np.vstack([times, target_times[ok]]),
                                                              sample_weight=w)
+
+
+class TreesRefit:
+    """Refining mode's refit from the sources' rows (``Refiner(..., refit=TreesRefit(...))``):
+    the rows production calls timed on the target, each with the variants it ran, join the
+    sources' rows in :func:`fit_few_shot_trees` (one booster per variant, the target weighted as
+    one source), and the result replaces the model refining started with (a ``gbt`` model
+    holding the target's device features as constants). Unlike the kernel correction of
+    :func:`nitro.transfer.fewshot.refine_model`, which holds every untimed variant at the start
+    model's prediction, the trees learn each variant from the rows that timed it."""
+
+    def __init__(self, data: TransferData, sources: list[int], train: np.ndarray, target: int,
+                 features: list[int], random_state: int = 0):
+        self.data, self.sources, self.train, self.target = data, list(sources), np.asarray(train), int(target)
+        self.features, self.random_state = list(features), random_state
+
+    def __call__(self, base, X, times):
+        """The refitted model from ``base``'s refining rows ``X`` (n, d) and ``times`` (n, v;
+        NaN = not run, +inf = failed), or ``None`` while no row has two variants run."""
+        times = np.asarray(times, dtype=np.float64)
+        ran = ~np.isnan(times)
+        if not ((ran.sum(axis=1) >= 2) & np.isfinite(times).any(axis=1)).any():
+            return None
+        est = fit_few_shot_trees(self.data, self.sources, self.train, self.target, X,
+                                 np.where(np.isfinite(times), times, np.nan), self.features,
+                                 random_state=self.random_state, ran=ran)
+        values = {self.data.device_features[j]: float(self.data.D[self.target, j]) for j in self.features}
+        return SelectorModel.from_estimator(est, base.input_features, device_features=values,
+                                            variants=list(self.data.variants), provenance={
+                                                "method": "refined from sources' rows and target rows",
+                                                "base": base.provenance, "target_rows": int(ran.any(axis=1).sum())})

@@ -119,3 +119,26 @@ def test_per_variant_boosters_export_to_one_ensemble_that_chooses_the_same():
     assert (est.predict(X) == best).mean() > 0.9
     with pytest.raises(ValueError, match="variant_codes"):
         RegressionSelector(per_variant=True, variant_codes=np.eye(3)).fit(X, T)
+
+
+def test_a_zero_weight_leaves_a_variants_entry_out_of_its_booster():
+    """Rows that timed only some variants (refining mode) are given with an (n, v) weight: a
+    variant's entries of weight 0 do not reach its booster, whatever their (NaN) time, and the
+    other variants learn from the same rows as without them."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, size=(200, 1))
+    T = np.column_stack([np.ones(200), np.where(X[:, 0] < 0.5, 0.5, 2.0), np.full(200, 1.5)])
+    W = np.ones_like(T)
+    untimed = rng.random(200) < 0.5
+    W[untimed, 1] = 0.0
+    partial = T.copy()
+    partial[untimed, 1] = np.nan                      # not run: without its weight, a "failure"
+    est = RegressionSelector(per_variant=True, max_iter=20).fit(X, partial, sample_weight=W)
+    ref = RegressionSelector(per_variant=True, max_iter=20).fit(X[~untimed], T[~untimed])
+    grid = np.r_[np.linspace(0, 0.45, 10), np.linspace(0.55, 1, 10)][:, None]   # away from the step
+    assert np.allclose(est.boosters_[1].predict(grid), ref.boosters_[1].predict(grid))
+    assert (est.predict(grid) == np.where(grid[:, 0] < 0.5, 1, 0)).all()
+    naive = RegressionSelector(per_variant=True, max_iter=20).fit(X, partial)   # NaN taken as failures
+    assert (naive.predict(grid[:10]) == 0).sum() > 0
+    with pytest.raises(ValueError, match="finite non-negative"):
+        RegressionSelector().fit(X, T, sample_weight=np.ones((200, 2)))

@@ -10,7 +10,7 @@ from nitro.transfer.cvdfs import cv_dfs
 from nitro.transfer.data import TransferData, concatenate, stack_sources
 from nitro.transfer.pdfs import profile_dfs, select_proxies
 from nitro.transfer.prepare import Prepared
-from nitro.transfer.tune import tune_from_source
+from nitro.transfer.tune import refit_from_sources, tune_from_source
 
 VARIANTS = ["a", "b", "c"]
 
@@ -40,6 +40,17 @@ def planted(n_devices=7, n_inputs=160, seed=0):
             rows += [{"device": d, "input": f"in{i}", **t}]
     times = pd.DataFrame(rows).set_index(["device", "input"])
     return Measurements(times, inputs, devs)
+
+
+def record_planted(store) -> Measurements:
+    """The planted data recorded in ``store`` as computation "toy" (rows and device records)."""
+    m = planted()
+    store.declare("toy", VARIANTS, ["size", "skew"])
+    for d in m.device_ids:
+        t = m.for_device(d)
+        store.put_rows("toy", d, [TrainingRow(i, m.inputs.loc[i].to_dict(), t.loc[i].to_dict()) for i in t.index])
+        store.put_device(d, {k: {"value": float(v), "unit": "", "source": "datasheet"} for k, v in m.devices.loc[d].items()})
+    return m
 
 
 def test_concatenation_shapes():
@@ -88,12 +99,7 @@ def test_pdfs_picks_the_planted_proxy():
 
 
 def test_transferred_model_round_trips_through_the_store(store):
-    m = planted()
-    store.declare("toy", VARIANTS, ["size", "skew"])
-    for d in m.device_ids:
-        t = m.for_device(d)
-        store.put_rows("toy", d, [TrainingRow(i, m.inputs.loc[i].to_dict(), t.loc[i].to_dict()) for i in t.index])
-        store.put_device(d, {k: {"value": float(v), "unit": "", "source": "datasheet"} for k, v in m.devices.loc[d].items()})
+    m = record_planted(store)
     model = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=[f"dev{i}" for i in range(1, 7)],
                              target="dev0", search_based_dfs=True, max_subset_size=2, progress=False)
     loaded = SelectorModel.from_dict(store.model("toy", "dev0"))
@@ -113,3 +119,23 @@ def test_cv_dfs_scores_on_all_rows_up_to_its_limit_then_on_a_fixed_sample():
     rows = score_rows(1000, limit=100, seed=1)
     assert len(rows) == 100 and len(np.unique(rows)) == 100 and rows.max() < 1000 and np.all(np.diff(rows) > 0)
     np.testing.assert_array_equal(rows, score_rows(1000, limit=100, seed=1))
+
+
+def test_refit_from_sources_learns_from_the_stores_sources_and_the_targets_pairs(store):
+    """Refining mode's tree refit reads the same sources as tune_from_source and learns the
+    target from rows that timed two of the three variants each."""
+    m = record_planted(store)
+    sources = [f"dev{i}" for i in range(1, 7)]
+    base = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=sources, target="dev0",
+                            progress=False, save=False)
+    refit = refit_from_sources(store, "toy", VARIANTS, ["size", "skew"], sources=sources, target="dev0")
+    X = m.inputs.to_numpy()
+    truth = m.for_device("dev0").reindex(m.inputs.index)[VARIANTS].to_numpy()
+    rows = np.arange(0, len(X), 4)
+    pairs = truth[rows].copy()
+    pairs[np.arange(len(rows)), np.arange(len(rows)) % 3] = np.nan      # each row ran two variants
+    model = refit(base, X[rows], pairs)
+    assert model.kind == "gbt" and model.variants == base.variants == VARIANTS
+    assert set(model.device_features) == {"cache_kb", "atomic_units", "decoy1", "decoy2"}
+    chosen = np.array([VARIANTS.index(v) for v in model.predict(X)])
+    assert (chosen == truth.argmin(axis=1)).mean() > 0.85
