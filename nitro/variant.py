@@ -191,7 +191,9 @@ class CodeVariant:
         share of calls on inputs where the model is unsure time the plausible variants, the rows
         are recorded in ``store`` (a :class:`nitro.Store` or URL; ``None`` keeps them in memory)
         for ``device_id`` (default: ``self.device_id``, else this machine), and the model is
-        refitted in the background. Options: ``budget`` (0.02), ``candidates`` (2),
+        refitted in the background: a model from ``tune_from_source`` with ``store`` given is
+        refitted from its sources' rows in ``store`` and the target's rows together
+        (:class:`nitro.transfer.tune.SourcesRefit`), any other by :func:`nitro.refine.default_refit`. Options: ``budget`` (0.02), ``candidates`` (2),
         ``quantile``, ``refit_every``, ``refit``, ... (:class:`nitro.refine.Refiner`).
         Returns the :class:`~nitro.refine.Refiner` (``stats()``, ``stop()``), or ``None`` when
         turned off. A previous refiner is stopped first."""
@@ -206,6 +208,11 @@ class CodeVariant:
         if store is not None and device_id is None:
             from .devices import current_device_id
             device_id = self.device_id or current_device_id()
+        if store is not None and "refit" not in options and self.model is not None:
+            from .transfer.tune import SourcesRefit   # a transferred model relearns from its sources too
+            refit = SourcesRefit.for_model(self.model, store, self.name, self.variant_names, self.feature_names)
+            if refit is not None:
+                options["refit"] = refit
         self._refiner = Refiner(self._dispatcher, self.name, store=store, device_id=device_id,
                                 on_stop=self._detach, **options)
         return self._refiner

@@ -288,3 +288,38 @@ def test_repeats_alternate_the_order_and_keep_each_variants_fastest_time():
     assert ex.times["a"] == 1.0 and ex.spent == sum(sum(seconds[v]) for v in first)
     other = next(v for v in first if v != "a")
     assert ex.times[other] == min(seconds[other]) and refiner.extra_seconds == ex.spent - 1.0
+
+
+def test_a_transferred_model_is_refitted_from_its_sources_rows_and_the_targets(store):
+    """A model from tune_from_source, refined with a store: the refits read the sources' rows
+    from the store and fit boosted trees on them and the target's rows (a gbt model that still
+    chooses among the same variants); without the sources' rows, the kernel correction."""
+    from nitro.measurement import TrainingRow
+    from nitro.transfer.tune import SourcesRefit, tune_from_source
+    name = "refined-from-sources"
+    store.declare(name, VARIANTS, ["x"])
+    xs = np.exp(np.linspace(0.0, 3.0, 60)) - 1.0
+    for k, speed in enumerate([0.5, 1.0, 2.0, 4.0, 3.0]):
+        dev = f"dev{k}"
+        store.put_device(dev, {"speed": {"value": speed, "unit": "", "source": "datasheet"}})
+        if dev != "dev4":        # dev4 is the target: device record only
+            store.put_rows(name, dev, [TrainingRow(f"in{i}", {"x": float(x)},
+                                                   {"a": 1e-3 * (1 + x) * speed, "b": 2e-3 * speed, "c": 3e-3})
+                                       for i, x in enumerate(xs)])
+    ran = []
+    cv = code_variant(name, tagged(ran), {"x": lambda x: float(x)}, default="a")
+    cv.model = tune_from_source(store, name, VARIANTS, ["x"], target="dev4", progress=False, save=False)
+    refiner = cv.refine(store=store, device_id="dev4", budget=1.0, quantile=1.0, refit_every=8)
+    assert isinstance(refiner._refit, SourcesRefit)
+    for x in XS[:40]:
+        cv(float(x))
+    assert refiner.wait(60)
+    stats = refiner.stop()
+    assert stats["refits"] >= 1 and stats["refit_errors"] == 0, stats["last_refit_error"]
+    assert refiner._refit.error is None
+    assert cv.model.kind == "gbt" and cv.model.variants == VARIANTS
+    assert cv.model.provenance["method"] == "refined from sources' rows and target rows"
+    assert SourcesRefit.for_model(kernel_model(), store, name, VARIANTS, ["x"]) is None   # not transferred
+    broken = SourcesRefit(store, name, VARIANTS, ["x"], sources=["nowhere"], target="dev4")
+    corrected = broken(refiner.base, *refiner.rows())
+    assert corrected.kind == "kernel" and "nowhere" in broken.error

@@ -1,6 +1,7 @@
 """``tune_from_source``: a target device's model from the store's source-device data."""
 from __future__ import annotations
 
+import threading
 from typing import Callable
 
 import numpy as np
@@ -104,6 +105,41 @@ def refit_from_sources(store: Store, name: str, variants: list[str], features: l
     data, t, prep, _ = _load(store, name, variants, features, sources, target, target_features,
                              keep_variants, progress)
     return TreesRefit(data, prep.sources, prep.train, t, prep.features)
+
+
+class SourcesRefit:
+    """:func:`refit_from_sources`, with the sources' rows read at the first refit (in refining
+    mode's refit thread, so that turning refining on does not wait for the store). Where they
+    cannot be read, refits correct the model as without the sources
+    (:func:`nitro.refine.default_refit`) and ``error`` says why."""
+
+    def __init__(self, store, name: str, variants: list[str], features: list[str], **options):
+        self.store, self.name, self.variants, self.features, self.options = store, name, variants, features, options
+        self.refit, self.error = None, None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def for_model(cls, model: SelectorModel, store, name: str, variants: list[str], features: list[str]):
+        """The refit for ``model`` when ``tune_from_source`` built it (its provenance names the
+        sources, target and variants), else ``None``."""
+        p = model.provenance
+        if p.get("method") != "tune_from_source" or not p.get("sources") or not p.get("target"):
+            return None
+        return cls(store, name, variants, features, sources=p["sources"], target=p["target"],
+                   keep_variants=p.get("variants"))
+
+    def __call__(self, base, X, times):
+        with self._lock:
+            if self.refit is None and self.error is None:
+                try:
+                    store = Store(self.store) if isinstance(self.store, str) else self.store
+                    self.refit = refit_from_sources(store, self.name, self.variants, self.features, **self.options)
+                except Exception as exc:  # the rows cannot be read: refine as without them
+                    self.error = f"{type(exc).__name__}: {exc}"
+        if self.refit is None:
+            from ..refine import default_refit
+            return default_refit(base, X, times)
+        return self.refit(base, X, times)
 
 
 def tune_from_source(store: Store, name: str, variants: list[str], features: list[str], sources=None,
