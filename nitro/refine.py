@@ -435,7 +435,8 @@ class Refiner:
     def stats(self) -> dict:
         """Counts so far: calls, candidate calls scored, explored calls and their share, rows
         recorded / written / dropped, store errors, refits (swapped, kept, failed), seconds
-        spent by explored calls and the extra part of it, the current margin threshold."""
+        spent by explored calls and the extra part of it, the current margin threshold, the
+        refit's name and, for one that fell back to another, why (``refit_fallback``)."""
         c = dict(self._counts)
         with self._rows_lock:
             inputs = len(self._rows)
@@ -444,4 +445,5 @@ class Refiner:
                 "target_inputs": inputs, "queued": self._queue.qsize() if self._queue is not None else 0,
                 "explore_seconds": self.explore_seconds, "extra_seconds": self.extra_seconds,
                 "last_store_error": self.last_store_error, "last_refit_error": self.last_refit_error,
-                "active": not self._stopped}
+                "refit": getattr(self._refit, "__name__", type(self._refit).__name__),
+                "refit_fallback": getattr(self._refit, "error", None), "active": not self._stopped}

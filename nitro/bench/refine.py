@@ -193,8 +193,10 @@ def _run(store, here, stream, seed, budget, candidates, quantile, refit_every, o
         "explored_fraction": stats["explored"] / max(stats["calls"], 1),
         "stats": {k: stats[k] for k in ("calls", "candidate_calls", "explored", "target_inputs", "refits",
                                         "refit_errors", "rows_recorded", "rows_written", "rows_dropped",
-                                        "store_errors", "last_store_error", "last_refit_error")},
-        "refined_model_rows": hist.model.provenance.get("refined", {}).get("target_rows", 0),
+                                        "store_errors", "last_store_error", "last_refit_error", "refit",
+                                        "refit_fallback")},
+        "refined_model_rows": hist.model.provenance.get("refined", {}).get(
+            "target_rows", hist.model.provenance.get("target_rows", 0)),
         "stream_seconds": stream_seconds, "explore_extra_seconds": stats["extra_seconds"],
         "oracle_images": -(-stream // oracle_every), "dispatched_efficiency": efficiency,
         "stream_optimum_seconds": optimum,
@@ -216,7 +218,8 @@ def format_refine(r: dict) -> str:
     lines += [f"  {name:<42}{pct:>6.1f}" for name, pct in r["percent_of_optimum"].items()]
     lines += ["",
               f"explored {s['explored']} of {s['calls']} calls ({100 * r['explored_fraction']:.2f}%), "
-              f"{s['target_inputs']} target inputs, {s['refits']} refits ({s['refit_errors']} failed), "
+              f"{s['target_inputs']} target inputs, {s['refits']} refits by {s.get('refit')} "
+              f"({s['refit_errors']} failed{', fell back: ' + s['refit_fallback'] if s.get('refit_fallback') else ''}), "
               f"rows written {s['rows_written']}, dropped {s['rows_dropped']}, store errors {s['store_errors']}",
               f"stream {r['stream_seconds']:.3f} s, estimated optimum {r['stream_optimum_seconds']:.3f} s "
               f"(ratio {r['stream_vs_optimum']:.3f}; from {r['oracle_images']} exhaustively timed images)",

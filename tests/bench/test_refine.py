@@ -44,4 +44,5 @@ def test_bench_refine_json(tmp_path, capsys):
     s = r["stats"]
     assert s["explored"] <= 0.1 * s["calls"] + 1 and s["rows_written"] == s["rows_recorded"]
     assert s["store_errors"] == 0 and r["oracle_images"] == 3 and r["overhead"]["calls"] == 300
+    assert s["refit"] == "SourcesRefit" and s["refit_fallback"] is None and s["refit_errors"] == 0
     assert main(["bench", "refine", "--datasets", str(tmp_path / "nothing")]) == 2
