@@ -262,6 +262,11 @@ class Gbt final : public WithDevice {
       throw std::invalid_argument("Gbt: variant_start must be n_variants + 1 ascending offsets from 0 to n_trees");
     m_ = {n_inputs, dev_.size(), dev_.data(), trees_.view(), lr, init, n_variants, codes_.size() / n_variants,
           codes_.data(), f32, start_.empty() ? nullptr : start_.data()};
+    n_scores = n_variants;
+  }
+  bool score_row(const double* in, double* score) const override {
+    nitro_eval::gbt_scores(m_, in, scratch(nitro_eval::gbt_work_size(m_)), score);
+    return true;
   }
   int predict_row(const double* in) const override {
     return nitro_eval::gbt_predict(m_, in, scratch(nitro_eval::gbt_work_size(m_)));

@@ -371,19 +371,33 @@ struct GbtModel {
 
 inline std::size_t gbt_work_size(const GbtModel& m) { return m.n_inputs + m.n_device + m.code_width; }
 
-inline int gbt_predict(const GbtModel& m, const double* in, double* work) {
+// Variant v's score, init + Σ lr·leaf over its trees; work holds [x ∘ device] (rounded if
+// float32) and room for one code after it.
+inline double gbt_variant_score(const GbtModel& m, double* work, std::size_t v) {
   const std::size_t w = m.n_inputs + m.n_device;
+  std::copy(m.codes + v * m.code_width, m.codes + (v + 1) * m.code_width, work + w);
+  if (m.float32) round_to_float32(work + w, m.code_width);
+  double s = m.init;
+  const std::size_t first = m.variant_start ? m.variant_start[v] : 0;
+  const std::size_t last = m.variant_start ? m.variant_start[v + 1] : m.trees.n_trees;
+  for (std::size_t t = first; t < last; ++t) s += m.learning_rate * tree_leaf(m.trees, t, work)[0];
+  return s;
+}
+
+// Every variant's score into score[0..n_variants) (what refining mode ranks candidates by).
+inline void gbt_scores(const GbtModel& m, const double* in, double* work, double* score) {
   with_device(in, m.n_inputs, m.device, m.n_device, work);
-  if (m.float32) round_to_float32(work, w);
+  if (m.float32) round_to_float32(work, m.n_inputs + m.n_device);
+  for (std::size_t v = 0; v < m.n_variants; ++v) score[v] = gbt_variant_score(m, work, v);
+}
+
+inline int gbt_predict(const GbtModel& m, const double* in, double* work) {
+  with_device(in, m.n_inputs, m.device, m.n_device, work);
+  if (m.float32) round_to_float32(work, m.n_inputs + m.n_device);
   int best = 0;
   double best_score = 0.0;
   for (std::size_t v = 0; v < m.n_variants; ++v) {
-    std::copy(m.codes + v * m.code_width, m.codes + (v + 1) * m.code_width, work + w);
-    if (m.float32) round_to_float32(work + w, m.code_width);
-    double s = m.init;
-    const std::size_t first = m.variant_start ? m.variant_start[v] : 0;
-    const std::size_t last = m.variant_start ? m.variant_start[v + 1] : m.trees.n_trees;
-    for (std::size_t t = first; t < last; ++t) s += m.learning_rate * tree_leaf(m.trees, t, work)[0];
+    const double s = gbt_variant_score(m, work, v);
     if (v == 0 || s > best_score) {
       best = static_cast<int>(v);
       best_score = s;

@@ -115,6 +115,8 @@ def test_per_variant_boosters_export_to_one_ensemble_that_chooses_the_same():
     assert model.kind == "gbt" and model.predict(Xq) == expected
     fast = model.compiled()
     assert [model.variants[i] for i in fast.predict_batch(Xq)] == expected
+    compiled = np.array([fast.scores_one(row) for row in Xq[:50].tolist()])   # refining mode ranks by these
+    assert np.allclose(compiled, model.scores(Xq[:50]))
     best = np.nanargmin(np.where(np.isnan(T), np.inf, T), axis=1)
     assert (est.predict(X) == best).mean() > 0.9
     with pytest.raises(ValueError, match="variant_codes"):
