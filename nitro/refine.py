@@ -36,7 +36,9 @@ share one row, each variant keeping its fastest time.
 of the feature values, the variants that ran timed, the others missing) go through a bounded
 queue to a writer thread: a call never waits for the store; a full queue drops the row from the
 store (not from the refit data) and a failing store is counted (:meth:`Refiner.stats`). The refit
-runs in another thread on everything explored so far (:func:`default_refit`): a kernel model is
+runs in another thread on everything explored so far. ``CodeVariant.refine`` gives a model from
+``tune_from_source`` (with a store) :class:`nitro.transfer.tune.SourcesRefit`, which refits
+boosted trees on its sources' rows and the target's; otherwise (:func:`default_refit`) a kernel model is
 corrected with :func:`nitro.transfer.fewshot.refine_model`, always from the model refining
 started with; other kinds are refitted as an on-device SVM once ``min_complete`` rows time every
 variant (explore with ``candidates=None`` for that), else left as they are. The new model and its
