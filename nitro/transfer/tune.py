@@ -100,7 +100,7 @@ def refit_from_sources(store: Store, name: str, variants: list[str], features: l
     target's calls timed (:class:`nitro.transfer.fewshot_trees.TreesRefit`). Sources, target and
     variants are chosen as by :func:`tune_from_source` with the same arguments, so the refitted
     model chooses among the variants of the model it replaces. Replayed on the SpMV data, it
-    reached 97.6% of the optimum against 96.7 for the default kernel correction
+    reached 97.5% of the optimum against 96.7 for the kernel correction
     (``benchmarks/README.md``, "Refining mode")."""
     data, t, prep, _ = _load(store, name, variants, features, sources, target, target_features,
                              keep_variants, progress)
