@@ -12,8 +12,11 @@ shows, while inputs far from any target row keep the sources' answer.
 Measured on the Ginkgo SpMV data (2% of the training inputs, k-means picks): 97.2% of the
 optimum mean leave-one-GPU-out and 96.7% leave-one-family-out (one booster shared by all
 variants, over ``[input ∘ device ∘ variant code]``: 96.9 and 96.3; the residual correction of
-the kernel model, :mod:`nitro.transfer.fewshot`, which refining mode uses to correct a kernel
-model in place: 96.0 and 96.0).
+the kernel model, :mod:`nitro.transfer.fewshot`: 96.0 and 96.0).
+
+Refining mode refits the same way (:class:`TreesRefit`) from rows that production calls timed,
+each with only some variants: a row teaches only the variants it ran (a zero weight for the
+others), and rows with fewer than two are left out.
 
 Each source contributes at most ``MAX_SOURCE_INPUTS`` training inputs (a random sample beyond):
 the trees' fit then costs the same at 10⁵ inputs as at 10⁴, and the few target rows keep
