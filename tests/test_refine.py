@@ -292,8 +292,9 @@ def test_repeats_alternate_the_order_and_keep_each_variants_fastest_time():
 
 def test_a_transferred_model_is_refitted_from_its_sources_rows_and_the_targets(store):
     """A model from tune_from_source, refined with a store: the refits read the sources' rows
-    from the store and fit boosted trees on them and the target's rows (a gbt model that still
-    chooses among the same variants); without the sources' rows, the kernel correction."""
+    and the target's recorded rows from the store and fit boosted trees on them and this
+    session's rows (a gbt model that still chooses among the same variants); without the
+    sources' rows, the kernel correction."""
     from nitro.measurement import TrainingRow
     from nitro.transfer.tune import SourcesRefit, tune_from_source
     name = "refined-from-sources"
@@ -302,10 +303,14 @@ def test_a_transferred_model_is_refitted_from_its_sources_rows_and_the_targets(s
     for k, speed in enumerate([0.5, 1.0, 2.0, 4.0, 3.0]):
         dev = f"dev{k}"
         store.put_device(dev, {"speed": {"value": speed, "unit": "", "source": "datasheet"}})
-        if dev != "dev4":        # dev4 is the target: device record only
+        if dev != "dev4":        # dev4 is the target: its device record and two rows recorded before
             store.put_rows(name, dev, [TrainingRow(f"in{i}", {"x": float(x)},
                                                    {"a": 1e-3 * (1 + x) * speed, "b": 2e-3 * speed, "c": 3e-3})
                                        for i, x in enumerate(xs)])
+    store.put_rows(name, "dev4", [TrainingRow("early", {"x": 100.0}, {"a": 1e-3, "b": None, "c": 2e-3},
+                                              {"b": "skipped by early stopping"}),
+                                  TrainingRow("broke", {"x": 200.0}, {"a": None, "b": 1e-3, "c": 2e-3},
+                                              {"a": "RuntimeError: out of memory"})])
     ran = []
     cv = code_variant(name, tagged(ran), {"x": lambda x: float(x)}, default="a")
     cv.model = tune_from_source(store, name, VARIANTS, ["x"], target="dev4", progress=False, save=False)
@@ -317,6 +322,11 @@ def test_a_transferred_model_is_refitted_from_its_sources_rows_and_the_targets(s
     stats = refiner.stop()
     assert stats["refits"] >= 1 and stats["refit_errors"] == 0, stats["last_refit_error"]
     assert refiner._refit.error is None
+    recorded = refiner._refit.recorded                     # read at the first refit, with this session's first rows
+    assert recorded[(100.0,)][0] == 1e-3 and np.isnan(recorded[(100.0,)][1])          # skipped: not run
+    assert np.isinf(recorded[(200.0,)][0]) and recorded[(200.0,)][1] == 1e-3           # failed
+    X, T = refiner.rows()
+    assert refiner._refit(refiner.base, X, T).provenance["target_rows"] == len(X) + 2   # merged by features
     assert cv.model.kind == "gbt" and cv.model.variants == VARIANTS
     assert cv.model.provenance["method"] == "refined from sources' rows and target rows"
     assert SourcesRefit.for_model(kernel_model(), store, name, VARIANTS, ["x"]) is None   # not transferred

@@ -1,6 +1,7 @@
 """``tune_from_source``: a target device's model from the store's source-device data."""
 from __future__ import annotations
 
+import math
 import threading
 from typing import Callable
 
@@ -107,15 +108,31 @@ def refit_from_sources(store: Store, name: str, variants: list[str], features: l
     return TreesRefit(data, prep.sources, prep.train, t, prep.features)
 
 
+def _recorded_rows(store: Store, name: str, device: str, variants: list[str], features: list[str]) -> dict:
+    """The rows recorded for ``device`` by their feature values: ``{features: times}`` in
+    ``variants`` order, NaN where a variant did not run (or early stopping skipped it), +inf
+    where it failed."""
+    from ..search import SKIPPED
+    out = {}
+    for r in store.rows(name, device):
+        key = tuple(float(r.features[f]) for f in features)
+        out[key] = [r.times[v] if r.times.get(v) is not None else
+                    (math.inf if v in r.failed and r.failed[v] != SKIPPED else math.nan) for v in variants]
+    return out
+
+
 class SourcesRefit:
     """:func:`refit_from_sources`, with the sources' rows read at the first refit (in refining
-    mode's refit thread, so that turning refining on does not wait for the store). Where they
-    cannot be read, refits correct the model as without the sources
-    (:func:`nitro.refine.default_refit`) and ``error`` says why."""
+    mode's refit thread, so that turning refining on does not wait for the store), together with
+    the rows already recorded for the target (a few-shot model's picks, earlier refining
+    sessions): each refit learns from those and this session's rows, merged by feature values
+    (each variant's fastest time). Where the sources' rows cannot be read, refits correct the
+    model as without them (:func:`nitro.refine.default_refit`) and ``error`` says why."""
 
     def __init__(self, store, name: str, variants: list[str], features: list[str], **options):
         self.store, self.name, self.variants, self.features, self.options = store, name, variants, features, options
         self.refit, self.error = None, None
+        self.recorded: dict = {}
         self._lock = threading.Lock()
 
     @classmethod
@@ -134,12 +151,20 @@ class SourcesRefit:
                 try:
                     store = Store(self.store) if isinstance(self.store, str) else self.store
                     self.refit = refit_from_sources(store, self.name, self.variants, self.features, **self.options)
+                    target = self.options.get("target") or devices_mod.current_device_id()
+                    self.recorded = _recorded_rows(store, self.name, target, list(base.variants),
+                                                   list(base.input_features))
                 except Exception as exc:  # the rows cannot be read: refine as without them
                     self.error = f"{type(exc).__name__}: {exc}"
         if self.refit is None:
             from ..refine import default_refit
             return default_refit(base, X, times)
-        return self.refit(base, X, times)
+        merged = dict(self.recorded)
+        for x, t in zip(np.asarray(X, dtype=np.float64).tolist(), np.asarray(times, dtype=np.float64).tolist()):
+            before = merged.get(tuple(x))
+            merged[tuple(x)] = t if before is None else np.fmin(before, t).tolist()   # NaN: not run there
+        X = np.array(list(merged), dtype=np.float64).reshape(len(merged), len(base.input_features))
+        return self.refit(base, X, np.array(list(merged.values()), dtype=np.float64).reshape(len(merged), -1))
 
 
 def tune_from_source(store: Store, name: str, variants: list[str], features: list[str], sources=None,
