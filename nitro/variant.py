@@ -193,8 +193,9 @@ class CodeVariant:
         for ``device_id`` (default: ``self.device_id``, else this machine), and the model is
         refitted in the background: a model from ``tune_from_source`` with ``store`` given is
         refitted from its sources' rows in ``store`` and the target's rows together
-        (:class:`nitro.transfer.tune.SourcesRefit`), any other by :func:`nitro.refine.default_refit`. Options: ``budget`` (0.02), ``candidates`` (2),
-        ``quantile``, ``refit_every``, ``refit``, ... (:class:`nitro.refine.Refiner`).
+        (:class:`nitro.transfer.tune.SourcesRefit`), any other by :func:`nitro.refine.default_refit`.
+        Options: ``budget`` (0.02), ``candidates`` (2), ``quantile``, ``refit_every``, ``refit``,
+        ... (:class:`nitro.refine.Refiner`).
         Returns the :class:`~nitro.refine.Refiner` (``stats()``, ``stop()``), or ``None`` when
         turned off. A previous refiner is stopped first."""
         if on is not None and not isinstance(on, bool):
