@@ -148,7 +148,8 @@ def cmd_bench_cvdfs(args):
 
 def cmd_bench_refine(args):
     from .bench.refine import bench_refine, format_refine
-    result = bench_refine(stream=args.stream, seed=args.seed, budget=args.budget, candidates=args.candidates or None,
+    result = bench_refine(stream=args.stream, seed=args.seed, budget=args.budget, time_budget=args.time_budget or None,
+                          candidates=args.candidates or None,
                           quantile=args.quantile, refit_every=args.refit_every, oracle_every=args.oracle_every,
                           overhead_calls=args.overhead_calls, datasets=args.datasets, n_train=args.train,
                           n_test=args.test, repeats=args.repeats)
@@ -178,6 +179,7 @@ def cmd_evaluate(args):
         result = evaluate_online(load_dataset_dir(args.dataset), variants=_split(args.variants),
                                  devices=_split(args.devices), test_size=args.test_size, seed=args.seed,
                                  passes=args.passes, stream_length=args.stream, budget=args.budget,
+                                 time_budget=args.time_budget or None,
                                  candidates=args.candidates or None, quantile=args.quantile,
                                  refit_every=args.refit_every, cvdfs=args.zero_shot == "cvdfs",
                                  max_size=args.max_subset_size, n_jobs=args.n_jobs, refit=args.refit)
@@ -371,6 +373,8 @@ def build_parser() -> argparse.ArgumentParser:
     online.add_argument("--passes", type=int, default=10, help="shuffled passes over the training inputs (default 10)")
     online.add_argument("--stream", type=int, default=None, metavar="N", help="stream length in calls (overrides --passes)")
     online.add_argument("--budget", type=float, default=0.02, help="largest share of calls that explore (default 0.02)")
+    online.add_argument("--time-budget", type=float, default=0.01,
+                        help="largest share of the served calls' time that exploring may add (0: no bound; default 0.01)")
     online.add_argument("--candidates", type=int, default=2, help="variants an explored call runs (0: all; default 2)")
     online.add_argument("--quantile", type=float, default=0.25,
                         help="explore candidate calls whose margin is in this lowest share of recent margins")
@@ -479,6 +483,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--test", type=int, default=48, help="test images (default 48)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--budget", type=float, default=0.02, help="largest share of calls that explore (default 0.02)")
+    p.add_argument("--time-budget", type=float, default=0.01,
+                   help="largest share of the served calls' time that exploring may add (0: no bound; default 0.01)")
     p.add_argument("--candidates", type=int, default=2, help="variants an explored call runs (0: all; default 2)")
     p.add_argument("--quantile", type=float, default=0.25, help="share of candidate calls judged uncertain")
     p.add_argument("--refit-every", type=int, default=4,

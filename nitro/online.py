@@ -14,7 +14,8 @@ the sources' rows).
 
 Reported per target and as the mean over the main group's targets: the share of calls that
 explored; the stream's time against its optimum (Σ time spent / Σ fastest time, explored
-calls counting every variant they ran), for the zero-shot model alone and with refining; and
+calls counting every variant they ran), for the zero-shot model alone and with refining, and
+the part of it that explored calls added (``exploring_percent_of_optimum``); and
 the zero-shot and refined models' % of the optimum on the target's test inputs
 (:func:`nitro.metrics.fraction_of_optimum`). The split is :func:`nitro.evaluate.split`'s, so
 the figures compare with ``nitro evaluate``'s zero- and few-shot rows.
@@ -30,7 +31,7 @@ from .dataset import Measurements
 from .dispatch import Dispatcher
 from .metrics import fraction_of_optimum
 from .model import SelectorModel
-from .refine import BUDGET, QUANTILE, REFIT_EVERY, Refiner
+from .refine import BUDGET, QUANTILE, REFIT_EVERY, TIME_BUDGET, Refiner
 
 PASSES = 10   # default stream: ten shuffled passes over the target's training inputs
 
@@ -75,8 +76,8 @@ def zero_shot_model(data, sources: list[int], train: np.ndarray, target: int, cv
 
 
 def replay(model: SelectorModel, X: np.ndarray, times: np.ndarray, stream: np.ndarray, *,
-           budget: float = BUDGET, candidates: int | None = 2, quantile: float = QUANTILE,
-           refit_every: int = REFIT_EVERY, seed: int = 0, **options) -> dict:
+           budget: float = BUDGET, time_budget: float | None = TIME_BUDGET, candidates: int | None = 2,
+           quantile: float = QUANTILE, refit_every: int = REFIT_EVERY, seed: int = 0, **options) -> dict:
     """Dispatch the inputs ``stream`` (indices into ``X`` (n, d) and ``times`` (n, variants
     of ``model``)) in refining mode, with recorded times for runs and synchronous refits.
     Returns the refined model, the refiner's stats and the stream's time against its optimum."""
@@ -84,20 +85,26 @@ def replay(model: SelectorModel, X: np.ndarray, times: np.ndarray, stream: np.nd
     index = {v: j for j, v in enumerate(variants)}
     dispatcher = Dispatcher(variants, list(model.input_features), variants[0])
     dispatcher.set_model(model)
-    refiner = Refiner(dispatcher, "replay", budget=budget, candidates=candidates, quantile=quantile,
+    refiner = Refiner(dispatcher, "replay", budget=budget, time_budget=time_budget, candidates=candidates,
+                      quantile=quantile,
                       refit_every=refit_every, seed=seed, background=False, **options)
     best = np.where(np.isfinite(times), times, np.inf).min(axis=1)
     spent = 0.0
     for i in stream:
         values = X[i].tolist()
         choice = dispatcher.choose(values)
-        ex = refiner.maybe_explore(values, choice, RecordedRun(times[i], index)) if refiner.tick() else None
+        candidate = refiner.tick()
+        ex = refiner.maybe_explore(values, choice, RecordedRun(times[i], index)) if candidate else None
         if ex is None:
             spent += float(times[i, index[choice]])
+            if candidate:
+                refiner.observe(values, float(times[i, index[choice]]))
         else:
             spent += ex.spent
     stats = refiner.stop()
-    return {"model": dispatcher.model, "stats": stats, "stream_ratio": spent / float(best[stream].sum())}
+    optimum = float(best[stream].sum())
+    return {"model": dispatcher.model, "stats": stats, "stream_ratio": spent / optimum,
+            "extra_ratio": stats["extra_seconds"] / optimum}
 
 
 def _target(data, t: int, sources: list[int], train, test, *, passes: int, stream_length: int | None,
@@ -125,7 +132,7 @@ def _target(data, t: int, sources: list[int], train, test, *, passes: int, strea
         "explored_percent": 100.0 * s["explored"] / max(s["calls"], 1),
         "stream_calls": int(length), "explored_calls": s["explored"], "target_inputs": s["target_inputs"],
         "refits": s["refits"], "refit_errors": s["refit_errors"],
-        "stream_time_ratio": r["stream_ratio"],
+        "stream_time_ratio": r["stream_ratio"], "exploring_percent_of_optimum": 100.0 * r["extra_ratio"],
         "zero_shot_stream_time_ratio": float(np.nansum(zero_spent) / best[stream].sum()),
         "zero_shot_percent": 100.0 * fraction_of_optimum(times[test], base.predict_index(data.X[test])),
         "refined_percent": 100.0 * fraction_of_optimum(times[test], r["model"].predict_index(data.X[test])),
@@ -133,12 +140,13 @@ def _target(data, t: int, sources: list[int], train, test, *, passes: int, strea
     }
 
 
-KEYS = ("explored_percent", "zero_shot_stream_time_ratio", "stream_time_ratio", "zero_shot_percent", "refined_percent")
+KEYS = ("explored_percent", "zero_shot_stream_time_ratio", "stream_time_ratio", "exploring_percent_of_optimum",
+        "zero_shot_percent", "refined_percent")
 
 
 def evaluate_online(m: Measurements, variants=None, devices=None, test_size: float = 0.5, seed: int = 0,
                     passes: int = PASSES, stream_length: int | None = None, budget: float = BUDGET,
-                    candidates: int | None = 2, quantile: float = QUANTILE, refit_every: int = REFIT_EVERY,
+                    time_budget: float | None = TIME_BUDGET, candidates: int | None = 2, quantile: float = QUANTILE, refit_every: int = REFIT_EVERY,
                     cvdfs: bool = False, max_size: int = 3, n_jobs: int | None = None, refit: str = "trees",
                     **options) -> dict:
     """Replay refining mode for every target of the split of :func:`nitro.evaluate.split`
@@ -154,7 +162,7 @@ def evaluate_online(m: Measurements, variants=None, devices=None, test_size: flo
         raise ValueError(f"refit must be 'trees' or 'kernel', got {refit!r}")
     started = time.perf_counter()
     data, idx, others, train, test = split(m, variants=variants, devices=devices, test_size=test_size, seed=seed)
-    refiner_options = dict(budget=budget, candidates=candidates, quantile=quantile, refit_every=refit_every, **options)
+    refiner_options = dict(budget=budget, time_budget=time_budget, candidates=candidates, quantile=quantile, refit_every=refit_every, **options)
     common = dict(passes=passes, stream_length=stream_length, seed=seed, cvdfs=cvdfs, max_size=max_size,
                   n_jobs=n_jobs, refit=refit, options=refiner_options)
     targets = {data.devices[t]: _target(data, t, [s for s in idx if s != t], train, test, **common) for t in idx}
@@ -182,17 +190,19 @@ def format_online(r: dict) -> str:
     width = max(24, *(len(n) + 14 for n in r["cross_kind"]), *(len(n) + 2 for n in r["targets"]))
     lines = [f"refining mode replayed: {len(r['devices'])} targets, variants {', '.join(r['variants'])}, "
              f"{r['n_train']} training / {r['n_test']} test inputs (seed {r['seed']}), {stream}",
-             f"budget {o['budget']}, {o['candidates'] or 'all'} candidates per explored call, quantile "
+             f"budget {o['budget']} of calls and {o.get('time_budget') or 'no bound on'} of time, "
+             f"{o['candidates'] or 'all'} candidates per explored call, quantile "
              f"{o['quantile']}, refit every {o['refit_every']} rows by "
              f"{'boosted trees on the sources and target rows' if r.get('refit') == 'trees' else 'kernel correction'}; zero-shot: "
              f"{'CV-DFS ensemble' if r['cv_dfs'] else 'full-set Kronecker KRR'}",
-             "stream time = sum of time spent / sum of the fastest variant's time; quality = % of optimum on test inputs",
-             "", f"{'target':<{width}}{'explored %':>11}{'stream 0-shot':>14}{'stream refined':>15}"
+             "stream time = sum of time spent / sum of the fastest variant's time (exploring: the part explored calls "
+             "added, % of that optimum); quality = % of optimum on test inputs",
+             "", f"{'target':<{width}}{'explored %':>11}{'stream 0-shot':>14}{'stream refined':>15}{'exploring':>10}"
              f"{'test 0-shot':>12}{'test refined':>13}{'refits':>7}"]
 
     def row(name, v, refits=""):
         return (f"{name:<{width}}{v['explored_percent']:>11.2f}{v['zero_shot_stream_time_ratio']:>14.4f}"
-                f"{v['stream_time_ratio']:>15.4f}{v['zero_shot_percent']:>12.1f}{v['refined_percent']:>13.1f}{refits:>7}")
+                f"{v['stream_time_ratio']:>15.4f}{v['exploring_percent_of_optimum']:>9.2f}%{v['zero_shot_percent']:>12.1f}{v['refined_percent']:>13.1f}{refits:>7}")
     for name, v in r["targets"].items():
         lines.append(row(name, v, v["refits"]))
     lines.append(row("mean", r["mean"]))

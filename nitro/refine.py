@@ -22,6 +22,16 @@ model is refitted from them, also in the background, and swapped in atomically.
 
 The budget is a hard bound: after ``n`` calls at most ``budget·n + 1`` have explored.
 
+**A time budget too.** A share of calls does not bound the time: uncertain inputs are often the
+large, slow ones, and an explored call pays for every extra variant it runs. With ``time_budget``
+(default 1%), a call explores only while the extra time explored calls have spent, plus what this
+one is expected to add, stays within ``time_budget`` of the time the calls served so far took.
+That time is estimated from the candidate calls, which are timed (every ``stride``-th call:
+``stride`` × their time; a plain call is not timed), and what a call will add comes from
+:class:`nitro.callcost.CallCost`, a regression of the candidate calls' log times on their
+features. When little time is left, only cheap inputs fit; the bound holds whatever the
+estimate, since a call that cost more than expected leaves less for the next ones.
+
 **What an explored call runs.** The model's choice and the next ``candidates − 1`` allowed
 variants by score that no earlier call on the same feature values has timed (an input whose
 allowed variants are all timed is not explored again), in a random order (so that no variant
@@ -66,10 +76,12 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from .callcost import CallCost
 from .measurement import TrainingRow
 from .model import SelectorModel
 
 BUDGET = 0.02          # default share of calls that may explore
+TIME_BUDGET = 0.01     # default share of the served calls' time that exploring may add
 QUANTILE = 0.25        # default share of candidate calls judged uncertain
 REFIT_EVERY = 16       # default new target rows between refits
 MIN_COMPLETE = 20      # complete rows before a non-kernel model is refitted as an on-device SVM
@@ -146,17 +158,21 @@ class Refiner:
     one). ``quantile``, ``window``, ``warmup``: the uncertainty rule. ``refit_every``: new rows
     between refits; ``refit(base, X, times)``: the refit (:func:`default_refit`). ``repeats``:
     rounds of the candidates per explored call (alternating order, fastest kept), for noisy
-    machines where one timing of a millisecond call can be off by a factor.
-    ``background=False`` refits synchronously in the calling thread (deterministic replay).
+    machines where one timing of a millisecond call can be off by a factor. ``time_budget``:
+    the largest share of the served calls' time that explored calls may add (``None``: no
+    bound but ``budget``). ``background=False`` refits synchronously in the calling thread (deterministic replay).
     """
 
     def __init__(self, dispatcher, computation: str, *, store=None, device_id: str | None = None,
-                 budget: float = BUDGET, candidates: int | None = 2, quantile: float = QUANTILE,
+                 budget: float = BUDGET, time_budget: float | None = TIME_BUDGET,
+                 candidates: int | None = 2, quantile: float = QUANTILE,
                  window: int = 256, warmup: int = 16, refit_every: int = REFIT_EVERY,
                  refit: Callable | None = None, queue_size: int = 1024, seed: int = 0,
                  repeats: int = 1, background: bool = True, on_stop: Callable | None = None):
         if not 0.0 < budget <= 1.0:
             raise ValueError(f"the exploration budget is a share of calls in (0, 1], got {budget}")
+        if time_budget is not None and not time_budget > 0.0:
+            raise ValueError(f"the time budget is a positive share of the served time (or None), got {time_budget}")
         if not 0.0 < quantile <= 1.0:
             raise ValueError(f"quantile is a share of candidate calls in (0, 1], got {quantile}")
         if candidates is not None and candidates < 2:
@@ -171,6 +187,7 @@ class Refiner:
             raise ValueError(f"{computation}: recording refined rows needs the device id they belong to")
         self.computation, self.device_id = computation, device_id
         self.budget, self.candidates, self.quantile = float(budget), candidates, float(quantile)
+        self.time_budget = None if time_budget is None else float(time_budget)
         self.warmup, self.refit_every, self.repeats = int(warmup), int(refit_every), int(repeats)
         self.stride = max(1, math.floor(self.quantile / self.budget))
         self.base = model
@@ -188,7 +205,9 @@ class Refiner:
         self._refit_lock = threading.Lock()
         self._stopped = False
         self.calls = 0
-        self._counts = dict(candidate_calls=0, explored=0, budget_skips=0, rows_recorded=0,
+        self._cost = CallCost(len(dispatcher.features))
+        self._sampled_seconds = 0.0    # the candidate calls' time (their choice's, when explored)
+        self._counts = dict(candidate_calls=0, explored=0, budget_skips=0, time_skips=0, rows_recorded=0,
                             rows_written=0, rows_dropped=0, store_errors=0, refits=0, refits_kept=0,
                             refit_errors=0)
         self.explore_seconds = 0.0     # all variant runs of explored calls
@@ -260,10 +279,29 @@ class Refiner:
             if self._counts["explored"] + 1 > self.budget * self.calls + 1:
                 self._counts["budget_skips"] += 1
                 return None
+            if self.time_budget is not None:
+                expected = self._cost.predict(values) * len(others) * self.repeats
+                if self.extra_seconds + expected > self.time_budget * self.served_seconds:
+                    self._counts["time_skips"] += 1
+                    return None
             self._counts["explored"] += 1
             run = [choice] + others
             self._rng.shuffle(run)
         return run
+
+    @property
+    def served_seconds(self) -> float:
+        """The time of the calls served so far, as the plain calls would have taken it:
+        ``stride`` × the candidate calls' (the time budget's reference)."""
+        return self.stride * self._sampled_seconds
+
+    def observe(self, values: Sequence[float], seconds: float) -> None:
+        """A candidate call that did not explore ran its choice in ``seconds``: the time
+        budget's account and the cost model learn it (the caller times candidate calls only)."""
+        if seconds >= 0.0 and math.isfinite(seconds):
+            with self._lock:
+                self._sampled_seconds += seconds
+                self._cost.add(values, seconds)
 
     def explore(self, values: Sequence[float], choice: str, run_order: list[str],
                 run: Callable[[str], tuple[Any, float]]) -> Exploration:
@@ -303,6 +341,11 @@ class Refiner:
         finite = [t for t in ex.times.values() if math.isfinite(t)]
         reasons = {v: f"{type(e).__name__}: {e}"[:500] for v, e in ex.errors.items()}
         own = ex.times.get(ex.choice, math.inf)
+        with self._lock:              # the time budget's account: served time and cost model
+            if math.isfinite(own):
+                self._sampled_seconds += own
+            for t in ex.times.values():
+                self._cost.add(values, t)
         with self._rows_lock:
             self.explore_seconds += ex.spent
             self.extra_seconds += ex.spent - (own if math.isfinite(own) else 0.0)
@@ -437,7 +480,9 @@ class Refiner:
     def stats(self) -> dict:
         """Counts so far: calls, candidate calls scored, explored calls and their share, rows
         recorded / written / dropped, store errors, refits (swapped, kept, failed), seconds
-        spent by explored calls and the extra part of it, the current margin threshold, the
+        spent by explored calls and the extra part of it, the estimated time of the calls served
+        (``served_seconds``) and the time budget with the calls it kept from exploring
+        (``time_skips``), the current margin threshold, the
         refit's name and, for one that fell back to another, why (``refit_fallback``)."""
         c = dict(self._counts)
         with self._rows_lock:
@@ -446,6 +491,7 @@ class Refiner:
                 "budget": self.budget, "stride": self.stride, "threshold": self.threshold,
                 "target_inputs": inputs, "queued": self._queue.qsize() if self._queue is not None else 0,
                 "explore_seconds": self.explore_seconds, "extra_seconds": self.extra_seconds,
+                "served_seconds": self.served_seconds, "time_budget": self.time_budget,
                 "last_store_error": self.last_store_error, "last_refit_error": self.last_refit_error,
                 "refit": getattr(self._refit, "__name__", type(self._refit).__name__),
                 "refit_fallback": getattr(self._refit, "error", None), "active": not self._stopped}

@@ -1,6 +1,7 @@
 """``code_variant``: one computation, several functionally equivalent implementations."""
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping
 
 from .dispatch import Dispatcher
@@ -174,8 +175,11 @@ class CodeVariant:
         values = self.compute_features(*args)
         choice = self._dispatcher.choose(values)
         ex = refiner.maybe_explore(values, choice, refiner.timed(self.variants, args))
-        if ex is None:
-            return self._run(choice, args)
+        if ex is None:                 # timed: the time budget's account of the served calls
+            start = time.perf_counter()
+            out = self._run(choice, args)
+            refiner.observe(values, time.perf_counter() - start)
+            return out
         if choice in ex.results:
             return ex.results[choice]
         error = ex.errors[choice]
@@ -194,7 +198,8 @@ class CodeVariant:
         refitted in the background: a model from ``tune_from_source`` with ``store`` given is
         refitted from its sources' rows in ``store`` and the target's rows together
         (:class:`nitro.transfer.tune.SourcesRefit`), any other by :func:`nitro.refine.default_refit`.
-        Options: ``budget`` (0.02), ``candidates`` (2), ``quantile``, ``refit_every``, ``refit``,
+        Options: ``budget`` (0.02 of calls), ``time_budget`` (0.01 of the served time),
+        ``candidates`` (2), ``quantile``, ``refit_every``, ``refit``,
         ... (:class:`nitro.refine.Refiner`).
         Returns the :class:`~nitro.refine.Refiner` (``stats()``, ``stop()``), or ``None`` when
         turned off. A previous refiner is stopped first."""

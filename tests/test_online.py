@@ -10,7 +10,7 @@ from nitro.dataset import Measurements, load_dataset_dir
 from nitro.online import RecordedFailure, RecordedRun, evaluate_online, format_online
 
 def test_replay_stays_in_budget_and_learns_what_no_source_shows(odd_target):
-    r = evaluate_online(odd_target(), passes=4, budget=0.05, candidates=None, refit_every=4)
+    r = evaluate_online(odd_target(), passes=4, budget=0.05, time_budget=None, candidates=None, refit_every=4)
     assert set(r["targets"]) == {"dev0", "dev1", "dev2", "dev3", "odd"} and r["n_train"] + r["n_test"] == 160
     for dev, t in r["targets"].items():
         assert t["explored_calls"] <= 0.05 * t["stream_calls"] + 1

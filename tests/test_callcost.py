@@ -1,0 +1,45 @@
+"""The call-cost model of refining mode's time budget: a power law learnt from timed calls."""
+import math
+
+import numpy as np
+
+from nitro.callcost import CallCost
+
+
+def test_learns_a_power_law_of_the_size_features_and_ignores_the_rest():
+    rng = np.random.default_rng(0)
+    cost = CallCost(2)
+    assert cost.predict([10.0, 1.0]) == 0.0                  # nothing timed yet
+    for _ in range(200):
+        n, other = float(np.exp(rng.uniform(np.log(10), np.log(1e5)))), float(rng.uniform(-5, 5))
+        cost.add([n, other], 2e-8 * n ** 1.5 * rng.uniform(0.9, 1.1))
+    for n in (100.0, 3e3, 5e4):
+        assert abs(math.log(cost.predict([n, 0.0]) / (2e-8 * n ** 1.5))) < 0.25
+
+
+def test_never_extrapolates_beyond_the_times_seen_and_skips_bad_times():
+    cost = CallCost(1)
+    for n in np.linspace(10, 1000, 40):
+        cost.add([n], 1e-6 * n)
+    cost.add([5.0], float("nan"))
+    cost.add([5.0], 0.0)
+    cost.add([5.0], float("inf"))
+    assert cost.n == 40
+    assert np.isclose(cost.predict([1e9]), 1e-6 * 1000)     # clipped at the largest time seen
+    assert np.isclose(cost.predict([0.01]), 1e-6 * 10)      # and at the smallest
+    assert np.isfinite(cost.predict([float("nan")]))
+
+
+def test_few_calls_and_many_irrelevant_features_do_not_overfit():
+    """24 calls, one size feature and 20 features of noise: the penalty chosen by
+    cross-validation keeps the estimate near the power law (no penalty: off by large factors)."""
+    rng = np.random.default_rng(1)
+    cost = CallCost(21)
+
+    def features(n):
+        return [n] + rng.uniform(1, 100, 20).tolist()
+    for _ in range(24):
+        n = float(np.exp(rng.uniform(np.log(10), np.log(1e5))))
+        cost.add(features(n), 1e-7 * n * rng.uniform(0.8, 1.25))
+    errors = [abs(math.log(cost.predict(features(n)) / (1e-7 * n))) for n in np.exp(rng.uniform(np.log(10), np.log(1e5), 200))]
+    assert np.median(errors) < 0.4 and np.quantile(errors, 0.9) < 1.0
