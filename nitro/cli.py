@@ -226,6 +226,12 @@ def cmd_tune_from_source(args):
                      f"{100 * c['held_out_quality']:.1f}, worst {100 * c['held_out_worst']:.1f}); "
                      f"nearest source {c['nearest_source']}" + (", outside the sources' device features"
                                                                 if c["outside_sources"] else ""))
+        names = {"best_single_source": "the best single source's own fastest variants (chosen in hindsight)",
+                 "majority": "the sources' majority fastest variant"}
+        for name, b in c.get("baselines", {}).items():
+            lines.append(f"on held-out sources the model led {names[name]} on {b['model_ahead_on']} of "
+                         f"{b['held_out_sources']} (their mean {100 * b['held_out_mean']:.1f}%)"
+                         + ("; it may fall below it here" if name in c["may_trail"] else ""))
         if c["level"] == "low":
             lines.append(f"estimate LOW: {c['advice']}")
     _emit(args, p, "\n".join(lines))

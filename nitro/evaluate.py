@@ -272,6 +272,11 @@ def format_evaluation(r: dict) -> str:
         lines.append(f"\ncalibration: predicted within 3 points of measured on {cal['within_3_points']} of "
                      f"{cal['targets']} targets; estimate 'low' (few-shot or refining mode advised) on: "
                      f"{', '.join(low) or 'none'}")
+        conf = {d: r["details"].get(d, {}).get("cvdfs", {}).get("confidence", {}) for d in devs}
+        for name, label in (("best_single_source", "the best single source in hindsight"),
+                            ("majority", "the sources' majority")):
+            warned = [d for d, c in conf.items() if name in c.get("may_trail", [])]
+            lines.append(f"estimate 'may fall below {label}' (it did on a held-out source) on: {', '.join(warned) or 'none'}")
     secs = [v["cvdfs"]["seconds"] for v in r["details"].values() if "cvdfs" in v]
     if secs:
         lines.append(f"\nCV-DFS wall time per target: mean {np.mean(secs):.1f} s, max {np.max(secs):.1f} s")

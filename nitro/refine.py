@@ -24,13 +24,15 @@ The budget is a hard bound: after ``n`` calls at most ``budget·n + 1`` have exp
 
 **A time budget too.** A share of calls does not bound the time: uncertain inputs are often the
 large, slow ones, and an explored call pays for every extra variant it runs. With ``time_budget``
-(default 1%), a call explores only while the extra time explored calls have spent, plus what this
-one is expected to add, stays within ``time_budget`` of the time the calls served so far took.
-That time is estimated from the candidate calls, which are timed (every ``stride``-th call:
-``stride`` × their time; a plain call is not timed), and what a call will add comes from
+(default 1%), a call explores only while what it is expected to add is at most a quarter
+(``SPREAD``) of what the budget has left: ``time_budget`` × the time the calls served so far
+took, less the extra time explored calls have spent. The budget then pays for many cheap
+explorations rather than a few expensive ones. The served time is estimated from the candidate
+calls, which are timed (every ``stride``-th call: ``stride`` × their time; a plain call is not
+timed), and what a call will add comes from
 :class:`nitro.callcost.CallCost`, a regression of the candidate calls' log times on their
-features. When little time is left, only cheap inputs fit; the bound holds whatever the
-estimate, since a call that cost more than expected leaves less for the next ones.
+features. The bound holds whatever the estimate, since a call that cost more than expected
+leaves less for the next ones.
 
 **What an explored call runs.** The model's choice and the next ``candidates − 1`` allowed
 variants by score that no earlier call on the same feature values has timed (an input whose
@@ -82,6 +84,7 @@ from .model import SelectorModel
 
 BUDGET = 0.02          # default share of calls that may explore
 TIME_BUDGET = 0.01     # default share of the served calls' time that exploring may add
+SPREAD = 4             # an explored call may take at most 1/SPREAD of the time budget left
 QUANTILE = 0.25        # default share of candidate calls judged uncertain
 REFIT_EVERY = 16       # default new target rows between refits
 MIN_COMPLETE = 20      # complete rows before a non-kernel model is refitted as an on-device SVM
@@ -281,7 +284,7 @@ class Refiner:
                 return None
             if self.time_budget is not None:
                 expected = self._cost.predict(values) * len(others) * self.repeats
-                if self.extra_seconds + expected > self.time_budget * self.served_seconds:
+                if SPREAD * expected > self.time_budget * self.served_seconds - self.extra_seconds:
                     self._counts["time_skips"] += 1
                     return None
             self._counts["explored"] += 1

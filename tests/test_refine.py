@@ -369,6 +369,6 @@ def test_time_budget_bounds_exploring_time_and_prefers_cheap_inputs():
     free = Refiner(d, "free", budget=0.2, time_budget=None, quantile=1.0, refit_every=10**6, background=False)
     _timed_stream(free, d, 5000)
     f = free.stats()
-    assert f["explored"] > 5 * s["explored"] and f["extra_seconds"] > 0.05 * f["served_seconds"] and f["time_skips"] == 0
+    assert f["explored"] > 2 * s["explored"] and f["extra_seconds"] > 0.05 * f["served_seconds"] and f["time_skips"] == 0
     with pytest.raises(ValueError, match="time budget"):
         Refiner(d, "bad", time_budget=0.0, background=False)

@@ -14,6 +14,12 @@ Neither is enough alone (the first is over-confident on a target unlike its sour
 second blind to the target; with a single source there is no held-out source, and the estimate
 is the model's own, marked "low"). ``outside`` flags a target farther from its nearest source than
 any source is from its own nearest: zero-shot is then an extrapolation, whatever the estimate.
+
+Whether the model will beat what needs no model is estimated the same way: on each held-out
+source, the model's quality against the best single other source's true fastest variants
+(chosen in hindsight) and against their per-input majority (``baselines``: the model's lead on
+how many held-out sources). Where a baseline did better on any held-out source, ``may_trail``
+names it: the model may fall below it on the target too.
 """
 from __future__ import annotations
 
@@ -45,12 +51,19 @@ def estimate_quality(scores: np.ndarray, held_out: dict[str, dict], D: np.ndarra
     predicted = 0.5 * (own + sources_q)
     distance, spread, nearest = nearest_distances(D, sources, target)
     outside = distance > spread
+    baselines = {}
+    for name in ("best_single_source", "majority"):
+        pairs = [(v["quality"], v[name]) for v in held_out.values() if name in v]
+        if pairs:
+            baselines[name] = {"held_out_mean": float(np.mean([b for _, b in pairs])),
+                               "model_ahead_on": int(sum(q >= b for q, b in pairs)), "held_out_sources": len(pairs)}
     level = "low" if predicted < LOW or outside or not qualities else "high"   # one source: unvalidated
     return {
         "predicted_quality": predicted, "self_estimate": own, "held_out_quality": sources_q,
         "held_out_worst": float(min(qualities)) if qualities else own,
         "nearest_source": device_names[nearest], "distance": distance, "sources_spread": spread,
-        "outside_sources": bool(outside), "level": level,
+        "outside_sources": bool(outside), "level": level, "baselines": baselines,
+        "may_trail": [name for name, b in baselines.items() if b["model_ahead_on"] < b["held_out_sources"]],
         "advice": ("" if level == "high" else
                    "zero-shot is uncertain here: time a few inputs on the target (target_budget=0.02, "
                    "about 2% of the training inputs) or run the code variant in refining mode"),

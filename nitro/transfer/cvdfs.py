@@ -88,15 +88,26 @@ def predict_held_out(prep: Prepared, temp: int, subsets: list[tuple], lam: float
 def held_out_results(prep: Prepared, subsets: list[tuple], lam: float = LAMBDA, groups=None) -> dict[str, dict]:
     """Per source, the quality (fraction of the optimum) and self-estimate (mean best score)
     of the ``subsets``' model fitted without it: how well it transfers to devices it has not seen
-    (nothing with a single source: there is nothing to fit it without)."""
+    (nothing with a single source: there is nothing to fit it without). Beside it, two choices
+    that need no model, from the same other sources' true fastest variants: the best single
+    source's (``best_single_source``, chosen in hindsight) and the per-input majority's
+    (``majority``), the baselines the estimate compares the model with."""
     out = {}
     if len(prep.sources) < 2:
         return out
+    best = {s: prep.data.times[s, prep.train].argmin(axis=1) for s in prep.sources}   # complete on sources
     for t in prep.sources:
         pred = predict_held_out(prep, t, subsets, lam, groups)
+        times = prep.data.times[t, prep.train]
+        rest = held_out_sources(prep, t, groups)
+        votes = np.zeros((len(times), times.shape[1]))
+        for s in rest:
+            votes[np.arange(len(times)), best[s]] += 1.0
         out[prep.data.devices[t]] = {
-            "quality": fraction_of_optimum(prep.data.times[t, prep.train], pred.argmax(axis=1)),
-            "expected": float(np.clip(pred.max(axis=1), 0.0, 1.0).mean())}
+            "quality": fraction_of_optimum(times, pred.argmax(axis=1)),
+            "expected": float(np.clip(pred.max(axis=1), 0.0, 1.0).mean()),
+            "best_single_source": max(fraction_of_optimum(times, best[s]) for s in rest),
+            "majority": fraction_of_optimum(times, votes.argmax(axis=1))}
     return out
 
 

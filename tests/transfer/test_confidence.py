@@ -52,3 +52,34 @@ def test_a_single_source_gives_a_finite_estimate(store):
     assert c["held_out"] == {} and np.isclose(c["predicted_quality"], c["self_estimate"])
     assert c["level"] == "low" and c["advice"]
     assert store.model("one", "tgt")["kind"] == "kernel"
+
+
+def test_estimate_names_the_baselines_the_model_trailed_on_held_out_sources():
+    D = np.array([[1.0], [2.0], [3.0], [2.5]])
+    scores = np.array([[0.9, 0.5]])
+    held = {"s0": {"quality": 0.90, "expected": 0.9, "best_single_source": 0.95, "majority": 0.80},
+            "s1": {"quality": 0.85, "expected": 0.9, "best_single_source": 0.80, "majority": 0.70},
+            "s2": {"quality": 0.88, "expected": 0.9, "best_single_source": 0.85, "majority": 0.88}}
+    c = estimate_quality(scores, held, D, [0, 1, 2], 3, ["s0", "s1", "s2", "t"])
+    assert c["baselines"]["best_single_source"] == {"held_out_mean": np.mean([0.95, 0.80, 0.85]),
+                                                    "model_ahead_on": 2, "held_out_sources": 3}
+    assert c["baselines"]["majority"]["model_ahead_on"] == 3      # a tie counts as ahead
+    assert c["may_trail"] == ["best_single_source"]
+
+
+def test_held_out_results_score_the_baselines_from_the_other_sources_true_best(odd_target):
+    from nitro.metrics import fraction_of_optimum
+    from nitro.transfer.cvdfs import held_out_results
+    from nitro.transfer.data import TransferData
+    from nitro.transfer.prepare import Prepared
+    data = TransferData.from_measurements(odd_target(n_inputs=60))
+    sources = [data.device_index(d) for d in ("dev0", "dev1", "dev2", "odd")]
+    prep = Prepared.build(data, sources, np.arange(60))
+    r = held_out_results(prep, [tuple(prep.features)])
+    odd = data.device_index("odd")
+    times = data.times[odd, prep.train]
+    singles = [fraction_of_optimum(times, data.times[s, prep.train].argmin(axis=1)) for s in sources if s != odd]
+    assert np.isclose(r["odd"]["best_single_source"], max(singles))
+    # on odd, every other source's fastest is lin on small inputs, where odd wants it on large ones
+    assert r["odd"]["majority"] < 0.8 and r["dev1"]["majority"] > 0.95
+    assert set(r["dev0"]) == {"quality", "expected", "best_single_source", "majority"}
