@@ -9,6 +9,20 @@ from ..learn.kron import KronKRRGrid, fraction_targets, signed_log
 from .data import TransferData
 
 
+def shared_rows(data: TransferData, sources, train: np.ndarray, extra_devices=()) -> tuple[list[int], np.ndarray, list[int]]:
+    """What every cross-device method shares before any kernel: the ``sources`` as device
+    indices, the ``train`` inputs timed for every variant on all of them, and the device-feature
+    columns known on every device involved (the sources and ``extra_devices``)."""
+    sources = [data.device_index(s) if isinstance(s, str) else int(s) for s in sources]
+    train = np.asarray(train)
+    train = train[np.isfinite(data.times[np.ix_(sources, train)]).all(axis=(0, 2))]
+    if len(train) < 2:
+        raise ValueError("fewer than two training inputs are timed for every variant on every source")
+    involved = sources + [data.device_index(d) if isinstance(d, str) else int(d) for d in extra_devices]
+    features = [j for j in range(len(data.device_features)) if np.isfinite(data.D[involved, j]).all()]
+    return sources, train, features
+
+
 @dataclass
 class Prepared:
     data: TransferData
@@ -27,13 +41,7 @@ class Prepared:
         """Arrays for ``sources`` on the training inputs ``train`` complete on all of them;
         ``n_components``: the input kernel's basis, ``max_centres``: the bound on the exported
         expansion (:class:`~nitro.learn.kron.KronKRRGrid`)."""
-        sources = [data.device_index(s) if isinstance(s, str) else int(s) for s in sources]
-        train = np.asarray(train)
-        train = train[np.isfinite(data.times[np.ix_(sources, train)]).all(axis=(0, 2))]
-        if len(train) < 2:
-            raise ValueError("fewer than two training inputs are timed for every variant on every source")
-        involved = sources + [data.device_index(d) if isinstance(d, str) else int(d) for d in extra_devices]
-        features = [j for j in range(len(data.device_features)) if np.isfinite(data.D[involved, j]).all()]
+        sources, train, features = shared_rows(data, sources, train, extra_devices)
         Xl = signed_log(data.X)
         mean = Xl[train].mean(axis=0)
         scale = Xl[train].std(axis=0)

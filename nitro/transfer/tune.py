@@ -23,7 +23,7 @@ from .fewshot import pick_inputs
 from .fewshot_trees import TreesRefit, fit_few_shot_trees
 from .fit import export_model, transfer_scores
 from .pdfs import profile_dfs
-from .prepare import Prepared
+from .prepare import Prepared, shared_rows
 
 
 def _device_frame(records: dict[str, dict]) -> pd.DataFrame:
@@ -58,8 +58,8 @@ def _default_sources(store: Store, name: str, target: str, target_meta: dict) ->
 
 def _load(store: Store, name: str, variants, features, sources, target, target_features, keep_variants,
           progress: bool):
-    """The sources' rows and devices and the target's device, as :class:`TransferData` with
-    the arrays every method shares: ``(data, target index, Prepared, provenance)``."""
+    """The sources' rows and devices and the target's device, as :class:`TransferData`:
+    ``(data, target index, provenance)``."""
     meta = store.meta(name)
     if meta["variants"] != list(variants) or meta["features"] != list(features):
         raise ValueError(f"{name}: the store holds variants {meta['variants']} and features "
@@ -85,11 +85,11 @@ def _load(store: Store, name: str, variants, features, sources, target, target_f
         raise ValueError(f"{name}: {exc}") from None
     data = TransferData.from_measurements(m, devices=sources + [target], variants=choice.variants)
     t = data.device_index(target)
-    prep = Prepared.build(data, sources, np.arange(len(data.inputs)), extra_devices=[target])
+    _, train, _ = shared_rows(data, sources, np.arange(len(data.inputs)), extra_devices=[target])
     provenance = {"method": "tune_from_source", "target": target, "sources": sources,
                   "sources_left_out": sources_left_out, "variants": choice.variants,
-                  "variants_left_out": choice.left_out, "n_training_rows": int(len(prep.train) * len(sources))}
-    return data, t, prep, provenance
+                  "variants_left_out": choice.left_out, "n_training_rows": int(len(train) * len(sources))}
+    return data, t, provenance
 
 
 def refit_from_sources(store: Store, name: str, variants: list[str], features: list[str], sources=None,
@@ -103,9 +103,10 @@ def refit_from_sources(store: Store, name: str, variants: list[str], features: l
     model chooses among the variants of the model it replaces. Replayed on the SpMV data, it
     reached 97.5% of the optimum against 96.7 for the kernel correction
     (``benchmarks/README.md``, "Refining mode")."""
-    data, t, prep, _ = _load(store, name, variants, features, sources, target, target_features,
-                             keep_variants, progress)
-    return TreesRefit(data, prep.sources, prep.train, t, prep.features)
+    data, t, _ = _load(store, name, variants, features, sources, target, target_features, keep_variants, progress)
+    sources, train, columns = shared_rows(data, [i for i in range(len(data.devices)) if i != t],
+                                          np.arange(len(data.inputs)), extra_devices=[t])
+    return TreesRefit(data, sources, train, t, columns)
 
 
 def _recorded_rows(store: Store, name: str, device: str, variants: list[str], features: list[str]) -> dict:
@@ -194,8 +195,10 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
     are reused; ``measure_target(input_ids)`` measures the rest), and boosted trees learn from
     them and the sources' rows together (:mod:`nitro.transfer.fewshot_trees`, model kind
     ``gbt``)."""
-    data, t, prep, provenance = _load(store, name, variants, features, sources, target, target_features,
-                                      keep_variants, progress)
+    data, t, provenance = _load(store, name, variants, features, sources, target, target_features,
+                                keep_variants, progress)
+    prep = Prepared.build(data, [i for i in range(len(data.devices)) if i != t], np.arange(len(data.inputs)),
+                          extra_devices=[t])
     target, sources = data.devices[t], [data.devices[i] for i in prep.sources]
     candidates = [data.device_features[j] for j in prep.features]
     if not candidates:
