@@ -53,7 +53,9 @@ runs in another thread on everything explored so far. ``CodeVariant.refine`` giv
 boosted trees on its sources' rows and the target's; otherwise (:func:`default_refit`) a kernel model is
 corrected with :func:`nitro.transfer.fewshot.refine_model`, always from the model refining
 started with; other kinds are refitted as an on-device SVM once ``min_complete`` rows time every
-variant (explore with ``candidates=None`` for that), else left as they are. The new model and its
+variant (explore with ``candidates=None`` for that), else left as they are. No refit runs while
+the model refining started with holds on the rows (:meth:`Refiner.base_holds`: within the timing
+tie of the fastest timed variant on average); if a refit had replaced it, it is put back. The new model and its
 compiled evaluator are built completely before one reference is swapped
 (:meth:`nitro.dispatch.Dispatcher.set_model`); a refit that raises is counted and the old model
 stays. scikit-learn is imported by the refit thread only.
@@ -79,7 +81,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from .callcost import CallCost
-from .measurement import TrainingRow
+from .measurement import TimingPolicy, TrainingRow
 from .model import SelectorModel
 
 BUDGET = 0.02          # default share of calls that may explore
@@ -88,6 +90,7 @@ SPREAD = 4             # an explored call may take at most 1/SPREAD of the time 
 QUANTILE = 0.25        # default share of candidate calls judged uncertain
 REFIT_EVERY = 16       # default new target rows between refits
 MIN_COMPLETE = 20      # complete rows before a non-kernel model is refitted as an on-device SVM
+HOLDS = 1.0 - TimingPolicy.tie   # the start model stays while it reaches this share of the best timed
 # (the defaults were compared on the recorded SpMV data with `nitro evaluate DIR --online`:
 # see benchmarks/README.md, "Refining mode")
 _STOP = object()
@@ -211,7 +214,7 @@ class Refiner:
         self._cost = CallCost(len(dispatcher.features))
         self._sampled_seconds = 0.0    # the candidate calls' time (their choice's, when explored)
         self._counts = dict(candidate_calls=0, explored=0, budget_skips=0, time_skips=0, rows_recorded=0,
-                            rows_written=0, rows_dropped=0, store_errors=0, refits=0, refits_kept=0,
+                            rows_written=0, rows_dropped=0, store_errors=0, refits=0, refits_kept=0, base_held=0,
                             refit_errors=0)
         self.explore_seconds = 0.0     # all variant runs of explored calls
         self.extra_seconds = 0.0       # the part the model's choice alone would not have spent
@@ -390,11 +393,31 @@ class Refiner:
         return X, T.reshape(len(items), len(variants))
 
     # -- refits -----------------------------------------------------------------------------------
+    def base_holds(self, X: np.ndarray, T: np.ndarray) -> bool:
+        """Whether the model refining began with did as well as the rows can tell: on the rows
+        that timed its choice, a mean fraction of the fastest timed variant of at least ``HOLDS``
+        (1 − the timing tie of :class:`nitro.measurement.TimingPolicy`). Then no refit replaces it:
+        a refit from a few noisy rows can only make a model that is already right worse."""
+        choice = self.base.predict_index(X)
+        own = T[np.arange(len(X)), choice]
+        ran = ~np.isnan(own) & np.isfinite(T).any(axis=1)
+        if not ran.any():
+            return False
+        best = np.where(np.isnan(T[ran]), np.inf, T[ran]).min(axis=1)
+        return float(np.mean(np.where(np.isfinite(own[ran]), best / own[ran], 0.0))) >= HOLDS
+
     def refit_now(self) -> bool:
-        """Refit from every row so far and swap the new model in; ``False`` when the refit
-        kept the model (too few rows for its kind) or failed (counted, the old model stays)."""
+        """Refit from every row so far and swap the new model in; ``False`` when the model
+        refining began with holds on the rows (:meth:`base_holds`: it is put back if a refit
+        had replaced it), the refit kept the model (too few rows for its kind) or it failed
+        (counted, the old model stays)."""
         with self._refit_lock:
             X, T = self.rows()
+            if len(X) and self.base_holds(X, T):
+                if self._dispatcher.model is not self.base:
+                    self._dispatcher.set_model(self.base)
+                self._counts["base_held"] += 1
+                return False
             try:
                 model = self._refit(self.base, X, T) if len(X) else None
                 if model is None:

@@ -372,3 +372,30 @@ def test_time_budget_bounds_exploring_time_and_prefers_cheap_inputs():
     assert f["explored"] > 2 * s["explored"] and f["extra_seconds"] > 0.05 * f["served_seconds"] and f["time_skips"] == 0
     with pytest.raises(ValueError, match="time budget"):
         Refiner(d, "bad", time_budget=0.0, background=False)
+
+
+def test_a_start_model_the_rows_confirm_is_never_replaced():
+    """Rows where the start model's choice was the fastest timed variant (within the timing
+    tie): no refit runs and the start model stays; rows that show it wrong let the refit in."""
+    calls = []
+
+    def refit(base, X, T):
+        calls.append(len(X))
+        return kernel_model(weights=np.tile([0.0, 1.0, 0.0], (3, 1)))   # b everywhere
+
+    for fastest, refitted in (("own choice", False), ("b", True)):
+        d = Dispatcher(VARIANTS, ["x"], "a")
+        d.set_model(kernel_model())
+        start = d.model
+        refiner = Refiner(d, "holds", budget=1.0, time_budget=None, quantile=1.0, refit_every=4, background=False,
+                          refit=refit)
+        calls.clear()
+        for x in XS:
+            values = [float(x)]
+            if refiner.tick():
+                choice = d.choose(values)
+                best = choice if fastest == "own choice" else "b"
+                refiner.maybe_explore(values, choice, lambda v: (v, 1.0 if v == best else 1.01 if fastest != "b" else 2.0))
+        s = refiner.stop()
+        assert (s["refits"] > 0) == refitted and bool(calls) == refitted
+        assert (s["base_held"] > 0) != refitted and (d.model is start) != refitted

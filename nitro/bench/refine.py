@@ -192,7 +192,7 @@ def _run(store, here, stream, seed, budget, time_budget, candidates, quantile, r
         "percent_of_optimum": {"start (tune_from_source)": score(start_cv), "refined": score(hist),
                                "tuned here (tune)": score(tuned)},
         "explored_fraction": stats["explored"] / max(stats["calls"], 1),
-        "stats": {k: stats[k] for k in ("calls", "candidate_calls", "explored", "time_skips", "target_inputs", "refits",
+        "stats": {k: stats[k] for k in ("calls", "candidate_calls", "explored", "time_skips", "target_inputs", "refits", "base_held",
                                         "refit_errors", "rows_recorded", "rows_written", "rows_dropped",
                                         "store_errors", "last_store_error", "last_refit_error", "refit",
                                         "refit_fallback")},
