@@ -221,8 +221,9 @@ def format_refine(r: dict) -> str:
     lines += ["",
               f"explored {s['explored']} of {s['calls']} calls ({100 * r['explored_fraction']:.2f}%), "
               f"{s['target_inputs']} target inputs, {s.get('time_skips', 0)} kept back by the time budget, "
-              f"{s['refits']} refits by {s.get('refit')}, start model held {s.get('base_held', 0)} times "
+              f"{s['refits']} refits by {s.get('refit')} "
               f"({s['refit_errors']} failed{', fell back: ' + s['refit_fallback'] if s.get('refit_fallback') else ''}), "
+              f"start model held {s.get('base_held', 0)} times, "
               f"rows written {s['rows_written']}, dropped {s['rows_dropped']}, store errors {s['store_errors']}",
               f"stream {r['stream_seconds']:.3f} s, estimated optimum {r['stream_optimum_seconds']:.3f} s "
               f"(ratio {r['stream_vs_optimum']:.3f}; from {r['oracle_images']} exhaustively timed images)",
