@@ -26,7 +26,7 @@ from joblib import Parallel, delayed
 
 from .dataset import Measurements
 from .learn import SELECTORS, SVMSelector, fit_selector
-from .metrics import fraction_of_optimum, random_fraction
+from .metrics import fraction_of_optimum, majority_vote, random_fraction
 from .progress import progress_bar
 from .transfer.analysis import architecture_sensitivity, best_variant_histogram, device_cosine_similarity
 from .transfer.confidence import estimate_quality
@@ -146,8 +146,7 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
         if "random" in methods:
             res["random"] = random_fraction(times)
         if "majority" in methods:
-            votes = np.array([on_device[s][ok] for s in sources])
-            pick["majority"] = np.array([np.bincount(v, minlength=len(variants)).argmax() for v in votes.T])
+            pick["majority"] = majority_vote(np.array([on_device[s][ok] for s in sources]), len(variants))
         if "best_source_hindsight" in methods:   # no model: a source's own fastest variants
             res["best_source_hindsight"] = max(fraction_of_optimum(times, np.maximum(data.labels(s, test_t), 0))
                                                for s in sources)

@@ -24,6 +24,15 @@ def fraction_of_optimum(times: np.ndarray, chosen: np.ndarray) -> float:
     return float(ratio[np.arange(len(chosen)), chosen].mean())
 
 
+def majority_vote(choices: np.ndarray, n_variants: int) -> np.ndarray:
+    """Per input (column of ``choices``, voters × inputs), the variant most voters chose (the
+    lowest index among ties)."""
+    choices = np.asarray(choices, dtype=np.int64)
+    votes = np.zeros((choices.shape[1], n_variants))
+    np.add.at(votes, (np.broadcast_to(np.arange(choices.shape[1]), choices.shape), choices), 1.0)
+    return votes.argmax(axis=1)
+
+
 def random_fraction(times: np.ndarray, draws: int = 1000, seed: int = 0) -> float:
     """Mean over ``draws`` uniformly random selections (the Random baseline)."""
     ratio = speedup_vs_best(times)

