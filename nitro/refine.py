@@ -307,7 +307,8 @@ class Refiner:
         if seconds >= 0.0 and math.isfinite(seconds):
             with self._lock:
                 self._sampled_seconds += seconds
-                self._cost.add(values, seconds)
+                if self.time_budget is not None:   # the cost model serves the time budget only
+                    self._cost.add(values, seconds)
 
     def explore(self, values: Sequence[float], choice: str, run_order: list[str],
                 run: Callable[[str], tuple[Any, float]]) -> Exploration:
@@ -350,8 +351,9 @@ class Refiner:
         with self._lock:              # the time budget's account: served time and cost model
             if math.isfinite(own):
                 self._sampled_seconds += own
-            for t in ex.times.values():
-                self._cost.add(values, t)
+            if self.time_budget is not None:
+                for t in ex.times.values():
+                    self._cost.add(values, t)
         with self._rows_lock:
             self.explore_seconds += ex.spent
             self.extra_seconds += ex.spent - (own if math.isfinite(own) else 0.0)
