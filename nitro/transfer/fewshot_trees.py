@@ -9,8 +9,8 @@ device among the sources, not a rounding error beside them. Trees split on the d
 where the target's rows disagree with its neighbours' and so learn target behaviour no source
 shows, while inputs far from any target row keep the sources' answer.
 
-Measured on the Ginkgo SpMV data (2% of the training inputs, k-means picks): 97.2% of the
-optimum mean leave-one-GPU-out and 96.7% leave-one-family-out (one booster shared by all
+Measured on the Ginkgo SpMV data (2% of the training inputs, k-means picks): 97.1% of the
+optimum mean leave-one-GPU-out and 96.5% leave-one-family-out (one booster shared by all
 variants, over ``[input ∘ device ∘ variant code]``: 96.9 and 96.3; the residual correction of
 the kernel model, :mod:`nitro.transfer.fewshot`: 96.0 and 96.0).
 

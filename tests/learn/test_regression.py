@@ -144,3 +144,24 @@ def test_a_zero_weight_leaves_a_variants_entry_out_of_its_booster():
     assert (naive.predict(grid[:10]) == 0).sum() > 0
     with pytest.raises(ValueError, match="finite non-negative"):
         RegressionSelector().fit(X, T, sample_weight=np.ones((200, 2)))
+
+
+def test_weighted_boosters_bin_like_unweighted_ones_and_still_weigh_the_gradients():
+    """scikit-learn ≥ 1.6 bins a weighted fit by one weighted percentile per bin edge (slow):
+    the booster keeps the unweighted edges, while the weights still change what it learns."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+    from nitro.learn.regression import UnweightedBinning
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(3000, 3))
+    y = np.where(X[:, 0] > 0, 1.0, 0.0) + 0.1 * rng.normal(size=3000)
+    w = np.where(X[:, 1] > 1.0, 40.0, 1.0)                   # a small, heavy region
+    weighted = UnweightedBinning(max_iter=10, early_stopping=False, random_state=0).fit(X, y, sample_weight=w)
+    plain = HistGradientBoostingRegressor(max_iter=10, early_stopping=False, random_state=0).fit(X, y)
+    for mine, ref in zip(weighted._bin_mapper.bin_thresholds_, plain._bin_mapper.bin_thresholds_):
+        assert np.array_equal(mine, ref)
+    y2 = y + np.where(X[:, 1] > 1.0, 5.0, 0.0)               # the heavy region differs
+    a = UnweightedBinning(max_iter=10, early_stopping=False, random_state=0).fit(X, y2, sample_weight=w)
+    b = UnweightedBinning(max_iter=10, early_stopping=False, random_state=0).fit(X, y2)
+    assert not np.allclose(a.predict(X), b.predict(X))
+    assert np.allclose(UnweightedBinning(max_iter=10, early_stopping=False, random_state=0)
+                       .fit(X, y, sample_weight=np.full(3000, 2.0)).predict(X), plain.predict(X))
