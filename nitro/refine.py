@@ -4,8 +4,8 @@ A model built elsewhere (``tune_from_source``: other devices' data) is right on 
 of a new device and unsure on some. In refining mode a small, bounded share of production
 calls, those on inputs where the current model is least sure, run the plausible variants
 instead of only the model's choice, each timed; those timings become target rows,
-are recorded in the store from a background thread, and every ``refit_every`` new rows the
-model is refitted from them, also in the background, and swapped in atomically.
+are recorded in the store from a background thread, and every ``refit_every`` new rows (or an
+eighth of the rows so far, when that is more) the model is refitted from them, also in the background, and swapped in atomically.
 
 **Which calls explore.** Three steps, cheapest first:
 
@@ -89,6 +89,7 @@ TIME_BUDGET = 0.01     # default share of the served calls' time that exploring 
 SPREAD = 4             # an explored call may take at most 1/SPREAD of the time budget left
 QUANTILE = 0.25        # default share of candidate calls judged uncertain
 REFIT_EVERY = 16       # default new target rows between refits
+REFIT_GROWTH = 0.125   # ... or this share of the rows so far, if more: O(n) total refit work over n rows
 MIN_COMPLETE = 20      # complete rows before a non-kernel model is refitted as an on-device SVM
 HOLDS = 1.0 - TimingPolicy.tie   # the start model stays while it reaches this share of the best timed
 # (the defaults were compared on the recorded SpMV data with `nitro evaluate DIR --online`:
@@ -162,7 +163,7 @@ class Refiner:
     memory only), under ``computation`` and ``device_id``. ``budget``: the largest share of
     calls that explore. ``candidates``: variants an explored call runs (``None``: every allowed
     one). ``quantile``, ``window``, ``warmup``: the uncertainty rule. ``refit_every``: new rows
-    between refits; ``refit(base, X, times)``: the refit (:func:`default_refit`). ``repeats``:
+    between refits (at least; an eighth of the rows so far once that is more); ``refit(base, X, times)``: the refit (:func:`default_refit`). ``repeats``:
     rounds of the candidates per explored call (alternating order, fastest kept), for noisy
     machines where one timing of a millisecond call can be off by a factor. ``time_budget``:
     the largest share of the served calls' time that explored calls may add (``None``: no
@@ -313,7 +314,8 @@ class Refiner:
     def explore(self, values: Sequence[float], choice: str, run_order: list[str],
                 run: Callable[[str], tuple[Any, float]]) -> Exploration:
         """Run ``run_order`` with ``run(variant) -> (result, seconds)``, record the row, and
-        refit when ``refit_every`` rows have come in since the last refit."""
+        refit when ``refit_every`` rows, or ``REFIT_GROWTH`` of all rows if more, have come in
+        since the last refit."""
         ex = Exploration(choice, list(run_order))
         for r in range(self.repeats):             # rounds in alternating order (ABBA): neither
             for v in (run_order if r % 2 == 0 else run_order[::-1]):   # side always runs first
@@ -365,7 +367,7 @@ class Refiner:
             failed = {v: why for v, why in {**failed, **reasons}.items() if not math.isfinite(times[v])}
             self._rows[key] = (feats, times, failed)
             self._since_refit += 1
-            due = self._since_refit >= self.refit_every
+            due = self._since_refit >= max(self.refit_every, REFIT_GROWTH * len(self._rows))
             if due:
                 self._since_refit = 0
             self._counts["rows_recorded"] += 1

@@ -243,6 +243,30 @@ def test_synchronous_refiner_refits_in_the_calling_thread():
     assert np.mean([d.choose([float(x)]) == "b" for x in XS]) > 0.9
 
 
+def test_refits_space_out_as_the_rows_grow():
+    """A refit every ``refit_every`` new rows at first, then every eighth more rows: over n rows
+    the refits read O(n) rows in all, not O(n² / refit_every)."""
+    sizes = []
+
+    def refit(base, X, T):
+        sizes.append(len(X))
+        return None
+
+    d = Dispatcher(VARIANTS, ["x"], "a")
+    d.set_model(kernel_model())
+    refiner = Refiner(d, "spaced", budget=1.0, time_budget=None, quantile=1.0, refit_every=4, background=False,
+                      refit=refit)
+    times = {"a": 3.0, "b": 1.0, "c": 2.0}          # the start model is wrong: refits are wanted
+    for x in np.linspace(0.0, 10.0, 2000):
+        values = [float(x)]
+        if refiner.tick():
+            refiner.maybe_explore(values, d.choose(values), lambda v: (v, times[v]))
+    refiner.stop()
+    assert sizes[:3] == [4, 8, 12] and sizes[-1] > 500
+    assert all(b - a >= max(4, b / 8) for a, b in zip(sizes, sizes[1:]))
+    assert sum(sizes) <= 10 * sizes[-1] and len(sizes) < 60
+
+
 def test_default_refit_of_other_kinds_waits_for_complete_rows():
     svc_like = SelectorModel(variants=VARIANTS, input_features=["x"], kind="constant", params={"label": 0})
     X = XS[:, None]
