@@ -182,7 +182,8 @@ def cmd_evaluate(args):
                                  time_budget=args.time_budget or None,
                                  candidates=args.candidates or None, quantile=args.quantile,
                                  refit_every=args.refit_every, cvdfs=args.zero_shot == "cvdfs",
-                                 max_size=args.max_subset_size, n_jobs=args.n_jobs, refit=args.refit)
+                                 max_size=args.max_subset_size, n_jobs=args.n_jobs, refit=args.refit,
+                                 progress=not args.json)
         _emit(args, result, format_online(result))
         return
     from .evaluate import evaluate, format_evaluation

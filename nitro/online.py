@@ -31,6 +31,7 @@ from .dataset import Measurements
 from .dispatch import Dispatcher
 from .metrics import fraction_of_optimum
 from .model import SelectorModel
+from .progress import progress_bar
 from .refine import BUDGET, QUANTILE, REFIT_EVERY, TIME_BUDGET, Refiner
 
 PASSES = 10   # default stream: ten shuffled passes over the target's training inputs
@@ -149,13 +150,14 @@ def evaluate_online(m: Measurements, variants=None, devices=None, test_size: flo
                     time_budget: float | None = TIME_BUDGET, candidates: int | None = 2,
                     quantile: float = QUANTILE, refit_every: int = REFIT_EVERY,
                     cvdfs: bool = False, max_size: int = 3, n_jobs: int | None = None, refit: str = "trees",
-                    **options) -> dict:
+                    progress: bool = False, **options) -> dict:
     """Replay refining mode for every target of the split of :func:`nitro.evaluate.split`
     (see the module documentation). ``stream_length`` calls per target (default ``passes``
     shuffled passes over its training inputs); ``refit``: ``"trees"`` (the sources' rows and
     the target's in per-variant boosted trees, :class:`nitro.transfer.fewshot_trees.TreesRefit`)
     or ``"kernel"`` (the zero-shot model's residual correction,
-    :func:`nitro.transfer.fewshot.refine_model`); the other options are the refiner's."""
+    :func:`nitro.transfer.fewshot.refine_model`); ``progress``: a bar over the targets (on a
+    terminal only); the other options are the refiner's."""
     from .evaluate import split
     if passes < 1 or (stream_length is not None and stream_length < 1):
         raise ValueError("a replayed stream needs at least one call")
@@ -167,7 +169,8 @@ def evaluate_online(m: Measurements, variants=None, devices=None, test_size: flo
                            refit_every=refit_every, **options)
     common = dict(passes=passes, stream_length=stream_length, seed=seed, cvdfs=cvdfs, max_size=max_size,
                   n_jobs=n_jobs, refit=refit, options=refiner_options)
-    targets = {data.devices[t]: _target(data, t, [s for s in idx if s != t], train, test, **common) for t in idx}
+    targets = {data.devices[t]: _target(data, t, [s for s in idx if s != t], train, test, **common)
+               for t in progress_bar(idx, desc="targets", unit="device", enabled=progress)}
     cross = {}
     for o in others:
         t = data.device_index(o)
