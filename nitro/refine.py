@@ -354,8 +354,7 @@ class Refiner:
             if math.isfinite(own):
                 self._sampled_seconds += own
             if self.time_budget is not None:
-                for t in ex.times.values():
-                    self._cost.add(values, t)
+                self._cost.add_all(values, ex.times.values())
         with self._rows_lock:
             self.explore_seconds += ex.spent
             self.extra_seconds += ex.spent - (own if math.isfinite(own) else 0.0)

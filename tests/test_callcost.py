@@ -43,3 +43,16 @@ def test_few_calls_and_many_irrelevant_features_do_not_overfit():
         cost.add(features(n), 1e-7 * n * rng.uniform(0.8, 1.25))
     errors = [abs(math.log(cost.predict(features(n)) / (1e-7 * n))) for n in np.exp(rng.uniform(np.log(10), np.log(1e5), 200))]
     assert np.median(errors) < 0.4 and np.quantile(errors, 0.9) < 1.0
+
+
+def test_several_runs_of_one_input_learn_as_one_call_each():
+    rng = np.random.default_rng(3)
+    one, many = CallCost(2), CallCost(2)
+    for _ in range(40):
+        x = [float(rng.uniform(1, 1e5)), float(rng.normal())]
+        times = [1e-6 * x[0] * f for f in (1.0, 2.0, math.inf, 3.0)]
+        for t in times:
+            one.add(x, t)
+        many.add_all(x, times)
+    assert many.n == one.n == 120
+    assert many.predict([500.0, 0.0]) == one.predict([500.0, 0.0])
