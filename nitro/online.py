@@ -197,7 +197,7 @@ def format_online(r: dict) -> str:
              f"{r['n_train']} training / {r['n_test']} test inputs (seed {r['seed']}), {stream}",
              f"budget {o['budget']} of calls and {o.get('time_budget') or 'no bound on'} of time, "
              f"{o['candidates'] or 'all'} candidates per explored call, quantile "
-             f"{o['quantile']}, refit every {o['refit_every']} rows by "
+             f"{o['quantile']}, refit every {o['refit_every']} rows (or an eighth more) by "
              f"{'boosted trees on the sources and target rows' if r.get('refit') == 'trees' else 'kernel correction'}; zero-shot: "
              f"{'CV-DFS ensemble' if r['cv_dfs'] else 'full-set Kronecker KRR'}",
              "stream time = sum of time spent / sum of the fastest variant's time (exploring: the part explored calls "

@@ -217,7 +217,7 @@ def format_refine(r: dict) -> str:
              f"budget {r['refiner']['budget']} of calls and {r['refiner'].get('time_budget') or 'no bound on'} "
              f"of time, {r['refiner']['candidates'] or 'all'} candidates "
              f"x {r['refiner']['repeats']} rounds, "
-             f"refit every {r['refiner']['refit_every']} rows",
+             f"refit every {r['refiner']['refit_every']} rows (or an eighth more)",
              "", f"{'% of optimum on ' + str(r['n_test']) + ' test images':<44}"]
     lines += [f"  {name:<42}{pct:>6.1f}" for name, pct in r["percent_of_optimum"].items()]
     lines += ["",
