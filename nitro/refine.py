@@ -3,9 +3,10 @@
 A model built elsewhere (``tune_from_source``: other devices' data) is right on most inputs
 of a new device and unsure on some. In refining mode a small, bounded share of production
 calls, those on inputs where the current model is least sure, run the plausible variants
-instead of only the model's choice, each timed; those timings become target rows,
-are recorded in the store from a background thread, and every ``refit_every`` new rows (or an
-eighth of the rows so far, when that is more) the model is refitted from them, also in the background, and swapped in atomically.
+instead of only the model's choice, each timed; those timings become target rows, are
+recorded in the store from a background thread, and every ``refit_every`` new rows (or an
+eighth of the rows so far, when that is more) the model is refitted from them, also in the
+background, and swapped in atomically.
 
 **Which calls explore.** Three steps, cheapest first:
 
@@ -163,11 +164,12 @@ class Refiner:
     memory only), under ``computation`` and ``device_id``. ``budget``: the largest share of
     calls that explore. ``candidates``: variants an explored call runs (``None``: every allowed
     one). ``quantile``, ``window``, ``warmup``: the uncertainty rule. ``refit_every``: new rows
-    between refits (at least; an eighth of the rows so far once that is more); ``refit(base, X, times)``: the refit (:func:`default_refit`). ``repeats``:
-    rounds of the candidates per explored call (alternating order, fastest kept), for noisy
-    machines where one timing of a millisecond call can be off by a factor. ``time_budget``:
-    the largest share of the served calls' time that explored calls may add (``None``: no
-    bound but ``budget``). ``background=False`` refits synchronously in the calling thread (deterministic replay).
+    between refits (at least; an eighth of the rows so far once that is more); ``refit(base,
+    X, times)``: the refit (:func:`default_refit`). ``repeats``: rounds of the candidates per
+    explored call (alternating order, fastest kept), for noisy machines where one timing of a
+    millisecond call can be off by a factor. ``time_budget``: the largest share of the served
+    calls' time that explored calls may add (``None``: no bound but ``budget``).
+    ``background=False`` refits synchronously in the calling thread (deterministic replay).
     """
 
     def __init__(self, dispatcher, computation: str, *, store=None, device_id: str | None = None,

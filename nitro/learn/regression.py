@@ -130,8 +130,8 @@ class RegressionSelector(TimeSelector):
     def _booster(self, rows: int) -> HistGradientBoostingRegressor:
         leaf = self.min_samples_leaf if self.min_samples_leaf is not None else min(20, max(1, rows // 50))
         return UnweightedBinning(max_iter=self.max_iter, max_leaf_nodes=self.max_leaf_nodes,
-                                             min_samples_leaf=leaf, learning_rate=self.learning_rate,
-                                             early_stopping=False, random_state=self.random_state)
+                                 min_samples_leaf=leaf, learning_rate=self.learning_rate,
+                                 early_stopping=False, random_state=self.random_state)
 
     def predict_scores(self, X, codes=None) -> np.ndarray:
         """Predicted log speed-up (n_inputs, n_codes) of each variant (or of ``codes``) over the
