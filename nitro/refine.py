@@ -56,8 +56,8 @@ corrected with :func:`nitro.transfer.fewshot.refine_model`, always from the mode
 started with; other kinds are refitted as an on-device SVM once ``min_complete`` rows time every
 variant (explore with ``candidates=None`` for that), else left as they are. No refit runs while
 the model refining started with holds on the rows (:meth:`Refiner.base_holds`: within the timing
-tie of the fastest timed variant on average); if a refit had replaced it, it is put back. The new model and its
-compiled evaluator are built completely before one reference is swapped
+tie of the fastest timed variant on average); if a refit had replaced it, it is put back. The
+new model and its compiled evaluator are built completely before one reference is swapped
 (:meth:`nitro.dispatch.Dispatcher.set_model`); a refit that raises is counted and the old model
 stays. scikit-learn is imported by the refit thread only.
 
