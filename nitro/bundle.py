@@ -29,7 +29,6 @@ from .model_params import vector
 
 FORMAT = "nitro-bundle"
 VERSION = 1
-PATHS = ("exact", "product", "transfer", "default")
 
 
 def _tokens(name: str) -> tuple[str, ...]:

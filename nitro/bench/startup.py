@@ -8,7 +8,6 @@ evaluator only; NumPy is for batches and the tuning side).
 """
 from __future__ import annotations
 
-import json
 import statistics
 import subprocess
 import sys

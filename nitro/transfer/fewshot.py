@@ -59,15 +59,6 @@ def residual_fit(Xc: np.ndarray, residual: np.ndarray, gamma: float, lambdas=LAM
     return best[1], best[2]
 
 
-def corrected_expansion(centers: np.ndarray, beta: np.ndarray, mu: np.ndarray, gamma: float,
-                        Xc: np.ndarray, measured: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-    """The zero-shot expansion (``centers``, ``beta``, ``mu``) corrected by the target's
-    ``measured`` fractions of the optimum (n, v) at inputs ``Xc``: new centres and weights."""
-    zero_shot = rbf(Xc, centers, gamma) @ beta + mu
-    alpha, lam = residual_fit(Xc, measured - zero_shot, gamma)
-    return np.vstack([centers, Xc]), np.vstack([beta, alpha]), lam
-
-
 def refine_model(base: SelectorModel, feature_rows, times) -> SelectorModel:
     """``base`` (a ``kernel`` model, e.g. zero-shot from :func:`nitro.transfer.tune.tune_from_source`)
     corrected with target rows that time only some variants each.
@@ -77,8 +68,8 @@ def refine_model(base: SelectorModel, feature_rows, times) -> SelectorModel:
     the optimum of a variant that ran is ``t_best_measured / t_v`` (0 for a failure); a variant
     that did not run keeps the base prediction (zero residual). Rows with fewer than two
     variants run say nothing about which is faster and are left out (so are rows where every
-    variant that ran failed). The residual is fitted by kernel ridge regression as in
-    :func:`corrected_expansion` (λ by leave-one-out error), so the result is again one kernel
+    variant that ran failed). The residual is fitted by kernel ridge regression (:func:`residual_fit`, λ by leave-one-out
+    error), so the result is again one kernel
     expansion, with the rows as extra centres; always from ``base``, so that refitting with
     more rows never compounds earlier corrections."""
     if base.kind != "kernel":
