@@ -37,15 +37,26 @@ def _target_metadata(store: Store, target: str, target_features) -> dict[str, st
         return {n: v for n, v in dict(target_features).items() if isinstance(v, str)}
     if store.device(target, missing_ok=True) is not None:
         return store.device_metadata(target)
-    return {"kind": "cpu"}
+    return {"kind": "cpu" if target == devices_mod.current_device_id() else "gpu"}
 
 
 def _target_record(store: Store, target: str, target_features) -> dict:
     """The target's feature record: the numbers of ``target_features``, else the store's
-    record, else this machine's CPU described (and measured) here."""
+    record, else, when the target is a device of this machine (its CPU, a local GPU's id), that
+    device described (and measured) here. Any other name is an error, never this machine's
+    figures under a name they do not describe (a typo must not give a model for the wrong device)."""
     if target_features is not None:
         return {n: {"value": float(v)} for n, v in dict(target_features).items() if not isinstance(v, str)}
-    return store.device(target, missing_ok=True) or devices_mod.describe()
+    record = store.device(target, missing_ok=True)
+    if record is not None:
+        return record
+    try:
+        return devices_mod.describe(target)
+    except ValueError:
+        raise ValueError(f"unknown target device {target!r}: the store has no features for it and it is not "
+                         f"a device of this machine ({devices_mod.current_device_id()} or a local GPU); devices "
+                         f"with features in the store: {store.device_ids()}; give its features "
+                         "(target_features=..., or record it on that machine)") from None
 
 
 def _default_sources(store: Store, name: str, target: str, target_meta: dict) -> tuple[list[str], dict]:

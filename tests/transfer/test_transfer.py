@@ -113,6 +113,15 @@ def test_transferred_model_round_trips_through_the_store(store):
         tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=["dev0", "dev1"], target="dev0")
 
 
+def test_a_target_without_features_that_is_not_this_machine_is_an_error(store):
+    """A typo in the target's name must not give a model built for this machine's CPU."""
+    record_planted(store)
+    with pytest.raises(ValueError, match=r"unknown target device 'dev0x'.*no features.*dev0"):
+        tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=["dev1", "dev2", "dev3"],
+                         target="dev0x", search_based_dfs=False, progress=False)
+    assert store.model("toy", "dev0x") is None
+
+
 def test_cv_dfs_scores_on_all_rows_up_to_its_limit_then_on_a_fixed_sample():
     from nitro.transfer.cvdfs import score_rows
     np.testing.assert_array_equal(score_rows(50, limit=100), np.arange(50))
