@@ -6,6 +6,9 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 
+HUGE = 1e150      # beyond it a value's square overflows a double, and a standard scaler with it
+
+
 class LogHeavyTails(TransformerMixin, BaseEstimator):
     """``log1p`` of every non-negative column whose values span more than ``ratio``× (as
     sizes and counts usually do); other columns pass through unchanged.
@@ -24,7 +27,13 @@ class LogHeavyTails(TransformerMixin, BaseEstimator):
         hi = X.max(axis=0)
         with np.errstate(divide="ignore", invalid="ignore"):
             spread = np.where(np.isfinite(lo) & (lo > 0), hi / lo, 1.0)
-        self.log_mask_ = nonneg & (spread > self.ratio)
+        # a column beyond HUGE is logged however narrow its spread: its square overflows a scaler
+        self.log_mask_ = nonneg & ((spread > self.ratio) | (hi > HUGE))
+        huge = ~self.log_mask_ & (np.abs(X).max(axis=0, initial=0.0) > HUGE)
+        if huge.any():
+            j = int(np.flatnonzero(huge)[0])
+            raise ValueError(f"input feature column {j} has values as large as {np.abs(X[:, j]).max():.3g} and "
+                             f"negative ones: too large to standardise (|x| <= {HUGE:g}); rescale it")
         return self
 
     def transform(self, X):

@@ -14,6 +14,20 @@ def test_log_only_heavy_tailed_nonnegative_columns():
     assert np.allclose(t.transform(X)[:, 0], np.log1p(X[:, 0]))
 
 
+def test_values_near_the_largest_double_are_logged_or_named():
+    """A narrow column near 1e308 is logged (a scaler would square it to inf and the SVM see
+    NaN); a column of such values that also holds negatives is refused, naming its index."""
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.uniform(1.0, 1.7, 60) * 1e308, rng.uniform(0, 1, 60)])
+    y = np.where(X[:, 1] < 0.5, "a", "b")
+    est = SVMSelector().fit(X, y)
+    assert est.pipeline_[0].log_mask_.tolist() == [True, False]
+    assert (est.predict(X) == y).mean() >= 0.9
+    X[0, 0] = -1e308
+    with pytest.raises(ValueError, match="column 0 has values as large as 1.7e\\+308"):
+        LogHeavyTails().fit(X)
+
+
 def test_learns_a_size_threshold_across_orders_of_magnitude():
     sizes = np.logspace(3, 7, 80)
     y = np.where(sizes < 1e5, "small", "large")
