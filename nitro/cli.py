@@ -49,7 +49,8 @@ def cmd_store_import(args):
     from .store.csv_io import import_computation
     result = import_computation(_store(args), args.computation, args.directory,
                                 variants=args.variants.split(",") if args.variants else None)
-    _emit(args, result, f"imported {result['rows']} rows on {result['devices']} devices as {args.computation!r}")
+    _emit(args, result, "\n".join([f"imported {result['rows']} rows on {result['devices']} devices as {args.computation!r}",
+                                    *(f"note: {n}" for n in result["notes"])]))
 
 
 def cmd_bundle_build(args):

@@ -6,7 +6,7 @@ each variant's time — whether it came from the store or from a dataset directo
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +31,7 @@ class Measurements:
     times: pd.DataFrame
     inputs: pd.DataFrame
     devices: pd.DataFrame
+    notes: list[str] = field(default_factory=list)   # what reading left out, and why
 
     @property
     def device_feature_names(self) -> list[str]:
@@ -85,7 +86,7 @@ class Measurements:
             times = times[times.index.get_level_values(1).isin(keep)]
         inputs = self.inputs.loc[self.inputs.index.isin(times.index.get_level_values(1).unique())]
         devices = self.devices.loc[self.devices.index.isin(times.index.get_level_values(0).unique())]
-        return Measurements(times.sort_index(), inputs.sort_index(), devices)
+        return Measurements(times.sort_index(), inputs.sort_index(), devices, list(self.notes))
 
     @classmethod
     def from_rows(cls, rows_by_device: dict[str, list[TrainingRow]], variants: list[str],
@@ -156,6 +157,44 @@ def split_device_columns(devices: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(columns, index=devices.index)
 
 
+SPARSE_COLUMN = 0.5     # an input-feature column empty on this share of the inputs is left out, not its inputs
+
+
+def input_columns(names: list[str], n_inputs: int, text: dict[str, str], empty) -> tuple[list[str], list[str]]:
+    """The input-feature columns to keep and notes on the others: a column with a cell that is
+    not a number (``text``: column -> an example) is no feature, like a device table's text
+    columns; a column empty (or non-finite) on at least :data:`SPARSE_COLUMN` of the inputs is
+    left out rather than losing those inputs. ``empty``: per column, how many inputs lack it."""
+    kept, notes = [], []
+    for name, missing in zip(names, empty):
+        if name in text:
+            notes.append(f"input column {name!r} holds text ({text[name]!r}): not an input feature")
+        elif missing >= SPARSE_COLUMN * n_inputs:
+            notes.append(f"input column {name!r} is empty or not finite on {missing} of {n_inputs} inputs: left out")
+        else:
+            kept.append(name)
+    return kept, notes
+
+
+def dropped_inputs_note(names: list[str], missing_per_column, n_dropped: int, n_inputs: int) -> list[str]:
+    """A note on the inputs left out for an empty or non-finite feature, by column."""
+    if not n_dropped:
+        return []
+    where = ", ".join(f"{n}: {int(k)}" for n, k in zip(names, missing_per_column) if k)
+    return [f"{n_dropped} of {n_inputs} inputs left out: an empty or non-finite input feature ({where})"]
+
+
+def text_examples(frame: pd.DataFrame) -> dict[str, str]:
+    """``{column: a non-numeric cell}`` of the columns of ``frame`` that hold one."""
+    out = {}
+    for c in frame.columns:
+        text = frame[c].dropna().astype(str).str.strip()
+        text = text[(text != "") & pd.to_numeric(text, errors="coerce").isna()]
+        if len(text):
+            out[c] = text.iloc[0]
+    return out
+
+
 def load_dataset_dir(directory) -> Measurements:
     """Read a measurement directory (``devices``, ``inputs``, ``measurements`` CSV files)."""
     directory = Path(directory)
@@ -178,12 +217,17 @@ def load_dataset_dir(directory) -> Measurements:
         raise ValueError(f"{directory}/inputs: needs an 'input' column")
     inputs["input"] = inputs["input"].astype(str)
     inputs = inputs.set_index("input")
-    inputs = inputs.apply(pd.to_numeric, errors="coerce")
-    inputs = inputs.loc[:, inputs.notna().any()]
-    bad = ~np.isfinite(inputs.to_numpy(dtype=float)).all(axis=1)
-    inputs = inputs[~bad]
+    values = inputs.apply(pd.to_numeric, errors="coerce").astype(float)
+    empty = ~np.isfinite(values.to_numpy())
+    kept, notes = input_columns(list(values.columns), len(values), text_examples(inputs), empty.sum(axis=0))
+    if not kept:
+        raise ValueError(f"{directory}/inputs: no numeric input-feature column ({'; '.join(notes) or 'none given'})")
+    empty = empty[:, [values.columns.get_loc(c) for c in kept]]
+    bad = empty.any(axis=1)
+    notes += dropped_inputs_note(kept, empty.sum(axis=0), int(bad.sum()), len(values))
+    inputs = values.loc[~bad, kept]
     times = times[times.index.get_level_values(1).isin(inputs.index)]
-    return Measurements(times.sort_index(), inputs.sort_index(), load_devices(directory))
+    return Measurements(times.sort_index(), inputs.sort_index(), load_devices(directory), notes)
 
 
 def load_devices(directory: Path) -> pd.DataFrame:

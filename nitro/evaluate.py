@@ -31,7 +31,7 @@ from .progress import progress_bar
 from .transfer.analysis import architecture_sensitivity, best_variant_histogram, device_cosine_similarity
 from .transfer.confidence import estimate_quality
 from .transfer.cvdfs import cv_dfs
-from .transfer.coverage import common_variants
+from .transfer.coverage import untimed_variants
 from .transfer.data import TransferData, concatenate, stack_sources
 from .transfer.fewshot import pick_inputs
 from .transfer.fewshot_trees import fit_few_shot_trees
@@ -68,7 +68,12 @@ def _groups(m: Measurements, devices: list[str]) -> tuple[list[str], list[str]]:
     if "kind" not in m.devices.columns:
         return devices, []
     kinds = m.devices.reindex(devices)["kind"].fillna("unknown")
-    main = kinds.value_counts().index[0]
+    counts = kinds.value_counts()
+    if len(counts) > 1 and counts.iloc[0] == counts.iloc[1]:
+        raise ValueError(f"devices.csv column 'kind' splits the devices evenly ({ {str(k): int(v) for k, v in counts.items()} }): the targets are "
+                         "the devices of the largest kind; name them with --devices (and their cross-kind "
+                         "targets), or drop the column")
+    main = counts.index[0]
     return [d for d in devices if kinds[d] == main], [d for d in devices if kinds[d] != main]
 
 
@@ -84,26 +89,46 @@ def holdout_families(m: Measurements, holdout_by: str) -> dict[str, str]:
 
 
 def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, seed: int = 0):
-    """The evaluation's data and split: ``(data, main, others, train, test)`` with ``main``
-    the device indices of the largest kind, ``others`` the cross-kind device ids, and
-    training/test input indices drawn by ``seed`` among inputs complete on every main device."""
+    """The evaluation's data and split: ``(data, main, others, train, test, notes)`` with
+    ``main`` the device indices of the largest kind, ``others`` the cross-kind device ids,
+    training/test input indices drawn by ``seed`` among inputs complete on every main device,
+    and ``notes`` on what was left out and why (reading's notes first). A device without
+    features (no row in ``devices.csv``) is left out; so is a cross-kind device that never
+    timed one of the kept variants (its choices could not be scored)."""
+    notes = list(m.notes)
     devices = list(devices) if devices else m.device_ids
+    featureless = [d for d in devices if d not in m.devices.index
+                   or not np.isfinite(m.devices.loc[d, m.device_feature_names].to_numpy(dtype=float)).any()]
+    if featureless:
+        notes.append(f"left out {', '.join(featureless)}: measured, but no device features in devices.csv")
+        devices = [d for d in devices if d not in featureless]
     main, others = _groups(m, devices)
     if len(main) < 4:
         raise ValueError(f"leave-one-device-out needs at least 4 devices of one kind, got {main}")
-    variants = list(variants) if variants else common_variants(m, main)
+    untimed = untimed_variants(m, main)
+    variants = list(variants) if variants else [v for v in m.variants if v not in untimed]
+    notes += [f"left out variant {v}: never timed on {', '.join(untimed[v])}" for v in m.variants
+              if v in untimed and v not in variants]
     if len(variants) < 2:
         raise ValueError(f"fewer than two variants are measured on every device: {variants}")
+    lacking = untimed_variants(m.restrict(devices=others, variants=variants, complete=False), others) if others else {}
+    for o in [o for o in others if any(o in ds for ds in lacking.values())]:
+        notes.append(f"cross-kind {o} not scored: never timed {', '.join(v for v, ds in lacking.items() if o in ds)}")
+        others.remove(o)
     m = m.restrict(devices=main + others, variants=variants, complete=False)
     data = TransferData.from_measurements(m)
     idx = [data.device_index(d) for d in main]
     complete = data.complete_inputs(main)
     if len(complete) < 20:
-        raise ValueError(f"only {len(complete)} inputs are timed for every variant on every device")
+        raise ValueError(f"only {len(complete)} inputs are timed for every variant on every device; "
+                         "an evaluation needs at least 20")
+    if len(complete) < len(data.inputs):
+        notes.append(f"{len(complete)} of {len(data.inputs)} inputs are timed for every variant on every device "
+                     "and evaluated; the others are left out")
     rng = np.random.default_rng(seed)
     perm = rng.permutation(complete)
     n_test = int(round(test_size * len(perm)))
-    return data, idx, others, np.sort(perm[n_test:]), np.sort(perm[:n_test])
+    return data, idx, others, np.sort(perm[n_test:]), np.sort(perm[:n_test]), notes
 
 
 def _few_shot_choices(data, sources, train, t, picks, feats, Xte) -> np.ndarray:
@@ -124,7 +149,7 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
     selectors = [n for n in methods if n in SELECTORS and n not in METHODS]
     methods = [n for n in methods if n in METHODS]
     family = holdout_families(m, holdout_by)
-    data, idx, others, train, test = split(m, variants, devices, test_size, seed)
+    data, idx, others, train, test, notes = split(m, variants, devices, test_size, seed)
     main, variants = [data.devices[i] for i in idx], data.variants
     group = {i: family.get(data.devices[i], data.devices[i]) for i in range(len(data.devices))}
 
@@ -216,7 +241,7 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
                  for d, v in details.items() if "confidence" in v.get("cvdfs", {})}
     measured = {d: res["cvdfs"] for d, res in {**targets, **cross}.items() if "cvdfs" in res}
     return {
-        "variants": variants, "devices": main, "cross_kind_devices": others, "holdout_by": holdout_by,
+        "variants": variants, "devices": main, "cross_kind_devices": others, "holdout_by": holdout_by, "notes": notes,
         "families": {data.devices[i]: group[i] for i in idx} if holdout_by != "device" else {},
         "n_train": int(len(train)), "n_test": int(len(test)), "seed": seed,
         "methods": {name: LABELS[name] for name in shown},
@@ -254,10 +279,12 @@ def format_evaluation(r: dict) -> str:
     protocol = ("leave-one-device-out" if family == "device" else
                 f"leave-one-{family}-out (all devices of the target's {family} held out: "
                 + ", ".join(f"{d}={f}" for d, f in r["families"].items()) + ")")
+    cross = list(r["cross_kind"])
     lines = [f"{protocol}: {len(r['devices'])} devices, variants {', '.join(r['variants'])}, "
              f"{r['n_train']} training / {r['n_test']} test inputs (seed {r['seed']})",
-             f"% of exhaustive optimum on the held-out device; {', '.join(r['cross_kind'])} "
-             f"{'is' if len(r['cross_kind']) == 1 else 'are'} cross-kind targets (not in mean/min)" if r["cross_kind"] else
+             *(f"note: {n}" for n in r.get("notes", [])),
+             f"% of exhaustive optimum on the held-out device; {', '.join(cross)} "
+             f"{'is a cross-kind target' if len(cross) == 1 else 'are cross-kind targets'} (not in mean/min)" if cross else
              "% of exhaustive optimum on the held-out device",
              "", f"{'method':<{width}}{head}{'mean':>8}{'min':>8}"]
     for n in names:

@@ -164,7 +164,7 @@ def evaluate_online(m: Measurements, variants=None, devices=None, test_size: flo
     if refit not in ("trees", "kernel"):
         raise ValueError(f"refit must be 'trees' or 'kernel', got {refit!r}")
     started = time.perf_counter()
-    data, idx, others, train, test = split(m, variants=variants, devices=devices, test_size=test_size, seed=seed)
+    data, idx, others, train, test, notes = split(m, variants=variants, devices=devices, test_size=test_size, seed=seed)
     refiner_options = dict(budget=budget, time_budget=time_budget, candidates=candidates, quantile=quantile,
                            refit_every=refit_every, **options)
     common = dict(passes=passes, stream_length=stream_length, seed=seed, cvdfs=cvdfs, max_size=max_size,
@@ -178,6 +178,7 @@ def evaluate_online(m: Measurements, variants=None, devices=None, test_size: flo
             cross[o] = _target(data, t, idx, train, test, **common)
     return {
         "variants": list(data.variants), "devices": [data.devices[i] for i in idx], "cross_kind_devices": others,
+        "notes": notes,
         "n_train": int(len(train)), "n_test": int(len(test)), "seed": seed, "cv_dfs": cvdfs,
         "refiner": {k: v for k, v in refiner_options.items() if not callable(v)}, "refit": refit,
         "passes": passes if stream_length is None else None, "stream_length": stream_length,
@@ -215,5 +216,6 @@ def format_online(r: dict) -> str:
     lines.append(row("worst", r["worst"]))
     for name, v in r["cross_kind"].items():
         lines.append(row(f"{name} (cross-kind)", v, v["refits"]))
+    lines += [f"note: {n}" for n in r.get("notes", [])]
     lines.append(f"total {r['seconds']:.0f} s")
     return "\n".join(lines)

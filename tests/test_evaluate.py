@@ -29,7 +29,7 @@ def test_best_source_ceiling_is_the_best_sources_own_fastest_variants():
     dev_feats = pd.DataFrame({"cores": rng.uniform(1, 100, len(devices))}, index=devices)
     m = Measurements(times, feats, dev_feats)
     r = evaluate(m, methods=["best_source_hindsight"])
-    data, idx, _, _, test = split(m)
+    data, idx, _, _, test, _ = split(m)
     rows = np.arange(len(test))
     for t in idx:
         T = data.times[t, test]
@@ -76,3 +76,21 @@ def test_holdout_by_an_unknown_column_names_the_known_ones():
     m, _ = _family_measurements()
     with pytest.raises(ValueError, match="no such metadata column.*arch"):
         evaluate(m, methods=["cvdfs"], holdout_by="generation")
+
+
+def test_what_the_split_leaves_out_is_said_and_never_scored_as_a_failure():
+    """A measured device without features, a cross-kind device that never ran a variant and
+    inputs not timed everywhere are left out with a note; kinds tied in number are an error."""
+    m, _ = _family_measurements()
+    cpu = m.times.xs("dev0", level=0, drop_level=False).rename(index={"dev0": "cpu0"}).assign(b=np.nan)
+    ghost = m.times.xs("dev1", level=0, drop_level=False).rename(index={"dev1": "ghost"})
+    times = pd.concat([m.times, cpu, ghost]).drop(("dev2", "in7"))
+    devices = pd.concat([m.devices.assign(kind="gpu"), pd.DataFrame({"cores": [8.0], "kind": ["cpu"]}, index=["cpu0"])])
+    data, idx, others, train, test, notes = split(Measurements(times, m.inputs, devices))
+    assert notes == ["left out ghost: measured, but no device features in devices.csv",
+                     "cross-kind cpu0 not scored: never timed b",
+                     "59 of 60 inputs are timed for every variant on every device and evaluated; the others are left out"]
+    assert others == [] and "ghost" not in data.devices and len(idx) == 6 and len(train) + len(test) == 59
+    tied = devices.assign(kind=["gpu", "gpu", "gpu", "cpu", "cpu", "cpu", "cpu"]).drop("cpu0")
+    with pytest.raises(ValueError, match="'kind' splits the devices evenly"):
+        split(Measurements(m.times, m.inputs, tied))

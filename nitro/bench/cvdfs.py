@@ -33,7 +33,7 @@ def _scratch_fit(prep: Prepared, temp: int, subset: list[int], lam: float) -> np
 
 def bench_cvdfs(dataset: str, target: str | None = None, max_size: int = 3, seed: int = 0,
                 reference_fits: int = 2, n_jobs: int | None = None) -> dict:
-    data, idx, _, train, _ = split(load_dataset_dir(dataset), seed=seed)
+    data, idx, _, train, _, _ = split(load_dataset_dir(dataset), seed=seed)
     t = data.device_index(target) if target else idx[0]
     if t not in idx:
         raise ValueError(f"target {target!r} is not one of the evaluated devices {[data.devices[i] for i in idx]}")

@@ -17,12 +17,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..dataset import csv_path, device_feature_names, load_devices, read_csv_chunks
+from ..dataset import (csv_path, device_feature_names, dropped_inputs_note, input_columns, load_devices,
+                       read_csv_chunks, text_examples)
 from ..measurement import TrainingRow
 from .redis_store import Store
 
 CHUNK = 20_000      # CSV lines held in memory at a time (a few MB, however wide the file)
-_MAX = 1.7976931348623157e308
 
 
 @contextlib.contextmanager
@@ -103,7 +103,7 @@ def import_computation(store: Store, computation: str, directory, variants=None,
         raise FileNotFoundError(f"dataset directory {directory} does not exist")
     with _scratch() as db:
         found = _spool_measurements(db, directory)
-        columns = _spool_inputs(db, directory)
+        columns, notes = _spool_inputs(db, directory)
         devices = load_devices(directory)
         variants = list(variants) if variants else found
         features = list(features) if features else list(columns)
@@ -113,7 +113,7 @@ def import_computation(store: Store, computation: str, directory, variants=None,
         if not variants:
             raise ValueError(f"{directory}: no valid measurement (a finite, positive time_s) of any variant")
         if not features:
-            raise ValueError(f"{directory}/inputs: no numeric input-feature column")
+            raise ValueError(f"{directory}/inputs: no numeric input-feature column ({'; '.join(notes) or 'none given'})")
         db.execute("CREATE TABLE chosen (variant TEXT PRIMARY KEY)")
         db.executemany("INSERT OR IGNORE INTO chosen VALUES (?)", [(v,) for v in variants])
         measured = [d for (d,) in db.execute(
@@ -131,7 +131,7 @@ def import_computation(store: Store, computation: str, directory, variants=None,
                 store.put_device(device, record, replace=False)
                 store.put_device_metadata(device, metadata)
             store.put_rows(computation, device, _rows(db, device, [columns[f] for f in features], features, variants))
-    return {"devices": len(measured), "rows": written}
+    return {"devices": len(measured), "rows": written, "notes": notes}
 
 
 def _spool_measurements(db: sqlite3.Connection, directory: Path) -> list[str]:
@@ -153,32 +153,41 @@ def _spool_measurements(db: sqlite3.Connection, directory: Path) -> list[str]:
     return sorted(found)
 
 
-def _spool_inputs(db: sqlite3.Connection, directory: Path) -> dict[str, str]:
+def _spool_inputs(db: sqlite3.Connection, directory: Path) -> tuple[dict[str, str], list[str]]:
     """``inputs.csv`` into table ``inputs`` (input, f0, f1, ...: each column as a number, NULL
-    where it is not one), keeping the inputs whose every column with a number somewhere is
-    finite; ``{column: table column}`` of those columns."""
-    path, names, numeric = csv_path(directory, "inputs"), None, None
+    where it is not one), keeping the columns and inputs :func:`nitro.dataset.load_dataset_dir`
+    keeps (:func:`nitro.dataset.input_columns`); ``{column: table column}`` of the kept columns,
+    and notes on what was left out."""
+    path, names, text, empty, n = csv_path(directory, "inputs"), None, {}, None, 0
     for chunk in read_csv_chunks(directory, "inputs", CHUNK):
         if "input" not in chunk.columns:
             raise ValueError(f"{directory}/inputs: needs an 'input' column")
         if names is None:
             names = [c for c in chunk.columns if c != "input"]
-            numeric = np.zeros(len(names), dtype=bool)
+            empty = np.zeros(len(names), dtype=np.int64)
             db.execute(f"CREATE TABLE inputs (input TEXT PRIMARY KEY{''.join(f', f{k} REAL' for k in range(len(names)))})")
         chunk = chunk.dropna(subset=["input"])
-        values = chunk[names].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
-        numeric |= ~np.isnan(values).all(axis=0)
+        values = chunk[names].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float, copy=True)
+        values[~np.isfinite(values)] = np.nan                          # NULL: no number
+        empty += np.isnan(values).sum(axis=0)
+        n += len(chunk)
+        text = {**text_examples(chunk[[c for c in names if c not in text]]), **text}
         try:
             with db:    # one transaction per chunk: rolled back whole on a repeated input
                 db.executemany(f"INSERT INTO inputs VALUES (?{', ?' * len(names)})",
                                ([i, *v] for i, v in zip(chunk["input"].tolist(), values.tolist())))
         except sqlite3.IntegrityError:
             raise ValueError(f"{path}: input {_repeated(db, chunk['input'])!r} appears more than once") from None
-    kept = [k for k in range(len(names)) if numeric[k]]
+    if names is None:
+        raise ValueError(f"{path}: no input")
+    kept, notes = input_columns(names, n, text, empty)
+    cols = {name: f"f{names.index(name)}" for name in kept}
     if kept:
-        db.execute("DELETE FROM inputs WHERE " + " OR ".join(f"f{k} IS NULL OR f{k} NOT BETWEEN -? AND ?" for k in kept),
-                   [_MAX] * (2 * len(kept)))
-    return {names[k]: f"f{k}" for k in kept}
+        missing = [db.execute(f"SELECT COUNT(*) FROM inputs WHERE {c} IS NULL").fetchone()[0] for c in cols.values()]
+        (dropped,) = db.execute("SELECT COUNT(*) FROM inputs WHERE " + " OR ".join(f"{c} IS NULL" for c in cols.values())).fetchone()
+        notes += dropped_inputs_note(kept, missing, dropped, n)
+        db.execute("DELETE FROM inputs WHERE " + " OR ".join(f"{c} IS NULL" for c in cols.values()))
+    return cols, notes
 
 
 def _repeated(db: sqlite3.Connection, ids: pd.Series) -> str:

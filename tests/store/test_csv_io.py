@@ -77,14 +77,18 @@ def test_device_metadata_must_be_text(store):
 
 def _tricky_dataset(directory, inputs=12):
     """A directory that exercises every rule of the reading: ids that look like numbers, a
-    feature column with no number, an input with a missing feature, repeated measurements
+    feature column with no number, one with text among numbers, one empty on most inputs, an
+    input with a missing feature, repeated measurements
     (their median), times that are no valid time, an input without features, and measurement
     lines out of order, so that an input's lines fall in different chunks."""
     directory.mkdir()
     pd.DataFrame({"device": ["007", "d2"], "kind": ["gpu", "cpu"], "cores": [10, 2]}).to_csv(directory / "devices.csv", index=False)
     ids = [f"0{i}" for i in range(inputs)]
     pd.DataFrame({"input": ids, "N": [float(i) if i != 3 else None for i in range(inputs)],
-                  "S": [0.5] * inputs, "note": ["x"] * inputs}).to_csv(directory / "inputs.csv", index=False)
+                  "S": [0.5] * inputs, "note": ["x"] * inputs,
+                  "group": [str(i) if i % 4 else "g" for i in range(inputs)],          # text, though most cells are numbers
+                  "sparse": [1.0 if i < 3 else None for i in range(inputs)]}          # empty on most inputs: left out, not they
+                 ).to_csv(directory / "inputs.csv", index=False)
     lines = [{"device": d, "input": i, "variant": v, "time_s": 1.0 + k + (v == "b")}
              for d in ("007", "d2") for k, i in enumerate(ids + ["ghost"]) for v in ("a", "b")]
     lines += [{"device": "007", "input": "00", "variant": "a", "time_s": 5.0},      # median of 1, 5, 9: 5
@@ -100,8 +104,13 @@ def test_streamed_import_reads_what_load_dataset_dir_reads(store, tmp_path, monk
     import nitro.store.csv_io as csv_io
     monkeypatch.setattr(csv_io, "CHUNK", 5)       # many chunks: an input's lines are spread over them
     src = _tricky_dataset(tmp_path / "src")
-    assert import_computation(store, "t", src) == {"devices": 2, "rows": 22}
+    result = import_computation(store, "t", src)
     ref = load_dataset_dir(src)
+    assert result == {"devices": 2, "rows": 22, "notes": ref.notes}
+    assert ref.notes == ["input column 'note' holds text ('x'): not an input feature",
+                         "input column 'group' holds text ('g'): not an input feature",
+                         "input column 'sparse' is empty or not finite on 9 of 12 inputs: left out",
+                         "1 of 12 inputs left out: an empty or non-finite input feature (N: 1)"]
     assert store.meta("t") == {"variants": ["a", "b"], "features": ["N", "S"]} == \
         {"variants": ref.variants, "features": list(ref.inputs.columns)}
     assert store.devices("t") == ["007", "d2"] == ref.device_ids
