@@ -56,7 +56,7 @@ def _target_record(store: Store, target: str, target_features) -> dict:
         raise ValueError(f"unknown target device {target!r}: the store has no features for it and it is not "
                          f"a device of this machine ({devices_mod.current_device_id()} or a local GPU); devices "
                          f"with features in the store: {store.device_ids()}; give its features "
-                         "(target_features=..., or record it on that machine)") from None
+                         "(--target-features FILE, target_features=...) or record them on that machine") from None
 
 
 def _default_sources(store: Store, name: str, target: str, target_meta: dict) -> tuple[list[str], dict]:
