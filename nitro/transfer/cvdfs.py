@@ -146,6 +146,10 @@ def cv_dfs(prep: Prepared, candidates=None, max_size: int = 3, k: int = 1, selec
     cols = [data.device_features.index(n) for n in names if data.device_features.index(n) in prep.features]
     if not cols:
         raise ValueError("no candidate device feature is known on every device involved")
+    # a feature constant over the sources cannot show its effect (the device kernel leaves it
+    # out): a subset with it is the subset without it, counted twice
+    varying = [c for c in cols if np.ptp(prep.D[prep.sources, c]) > 1e-12 * max(1.0, np.abs(prep.D[prep.sources, c]).max())]
+    cols = varying or cols[:1]
     cand = subsets_upto(cols, min(max_size, len(cols)))
     jobs = (delayed(_score_all)(prep, t, cand, lam, groups) for t in prep.sources)
     streams = getattr(get_active_backend()[0], "supports_return_generator", False)   # Ray's does not

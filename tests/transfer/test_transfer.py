@@ -77,6 +77,19 @@ def test_cv_dfs_recovers_the_planted_feature(selection):
     assert min(r.scores.values()) > 0.9
 
 
+def test_cv_dfs_leaves_out_a_feature_constant_over_the_sources():
+    """Such a feature cannot show its effect (the device kernel drops it), so a subset with it
+    would repeat the subset without it; the target may still differ in it."""
+    m = planted()
+    m.devices["ecc"] = 1.0
+    m.devices.loc["dev0", "ecc"] = 0.0                   # only the target differs
+    data = TransferData.from_measurements(m)
+    prep = Prepared.build(data, list(range(1, 7)), np.arange(len(data.inputs)), extra_devices=[0])
+    r = cv_dfs(prep, max_size=2, progress=False)
+    assert r.settings["candidates"] == 4 and r.models_trained == 6 * 10
+    assert "ecc" not in r.features and "ecc" not in r.frequencies
+
+
 def test_pdfs_picks_the_planted_proxy():
     rng = np.random.default_rng(0)
     proxy = {}
