@@ -2,8 +2,9 @@
 
 For each target device of a measurement directory, the zero-shot model is built from the
 other devices (Kronecker KRR as ``tune_from_source`` builds it, optionally with the CV-DFS
-ensemble of device-feature subsets), then a stream of the target's training inputs (shuffled
-passes, ``seed``) is dispatched through the same :class:`nitro.refine.Refiner` that serves real
+ensemble of device-feature subsets), then a stream of the target's training inputs (those
+timed for every variant there, so that every choice's cost is known; shuffled passes, ``seed``)
+is dispatched through the same :class:`nitro.refine.Refiner` that serves real
 calls, except that running a variant means reading its recorded time on the target
 (:class:`RecordedRun`) and refits are synchronous, so that a replay is deterministic. A refit
 (default ``"trees"``) fits per-variant boosted trees on the sources' rows and the target rows
@@ -121,20 +122,22 @@ def _target(data, t: int, sources: list[int], train, test, *, passes: int, strea
     if refit == "trees":
         options = {**options, "refit": TreesRefit(data, sources, prep.train, t, prep.features, random_state=seed)}
     rng = np.random.default_rng([seed, t])
-    length = stream_length if stream_length is not None else passes * len(train)
-    passes_needed = -(-length // len(train))
-    stream = np.concatenate([rng.permutation(train) for _ in range(passes_needed)])[:length]
+    timed = train[np.isfinite(times[train]).all(axis=1)]     # a call's time is known whatever runs
+    if not len(timed):
+        raise ValueError(f"{data.devices[t]}: no training input is timed for every variant, so no stream can be replayed")
+    length = stream_length if stream_length is not None else passes * len(timed)
+    passes_needed = -(-length // len(timed))
+    stream = np.concatenate([rng.permutation(timed) for _ in range(passes_needed)])[:length]
     r = replay(base, data.X, times, stream, seed=seed, **options)
     best = np.where(np.isfinite(times), times, np.inf).min(axis=1)
     zero_choice = base.predict_index(data.X[stream])
-    zero_spent = np.where(np.isfinite(times[stream, zero_choice]), times[stream, zero_choice], np.nan)
     s = r["stats"]
     return {
         "explored_percent": 100.0 * s["explored"] / max(s["calls"], 1),
         "stream_calls": int(length), "explored_calls": s["explored"], "target_inputs": s["target_inputs"],
         "refits": s["refits"], "refit_errors": s["refit_errors"],
         "stream_time_ratio": r["stream_ratio"], "exploring_percent_of_optimum": 100.0 * r["extra_ratio"],
-        "zero_shot_stream_time_ratio": float(np.nansum(zero_spent) / best[stream].sum()),
+        "zero_shot_stream_time_ratio": float(times[stream, zero_choice].sum() / best[stream].sum()),
         "zero_shot_percent": 100.0 * fraction_of_optimum(times[test], base.predict_index(data.X[test])),
         "refined_percent": 100.0 * fraction_of_optimum(times[test], r["model"].predict_index(data.X[test])),
         "seconds": time.perf_counter() - started,

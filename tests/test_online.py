@@ -24,6 +24,20 @@ def test_replay_stays_in_budget_and_learns_what_no_source_shows(odd_target):
     assert "odd" in text and "mean" in text and "explored %" in text
 
 
+def test_a_stream_holds_only_inputs_timed_for_every_variant(odd_target):
+    """A cross-kind target with failed or untimed cells: the stream replays the inputs whose
+    every variant has a time (any choice's cost is known), so both stream figures are finite."""
+    import pandas as pd
+    m = odd_target()
+    cpu = m.times.xs("dev1", level=0, drop_level=False).rename(index={"dev1": "cpu0"}).copy()
+    cpu.iloc[::5, 0] = np.nan                                 # lin failed on every fifth input
+    devices = pd.concat([m.devices.assign(kind="gpu"), pd.DataFrame({"speed": [1.0], "kind": ["cpu"]}, index=["cpu0"])])
+    r = evaluate_online(Measurements(pd.concat([m.times, cpu]), m.inputs, devices), passes=2, budget=0.05)
+    c = r["cross_kind"]["cpu0"]
+    assert np.isfinite(c["stream_time_ratio"]) and np.isfinite(c["zero_shot_stream_time_ratio"])
+    assert c["stream_calls"] < r["targets"]["dev1"]["stream_calls"] == 2 * r["n_train"]
+
+
 def test_replay_is_deterministic_for_a_seed(odd_target):
     a = evaluate_online(odd_target(), stream_length=300, budget=0.05, seed=3)
     b = evaluate_online(odd_target(), stream_length=300, budget=0.05, seed=3)
