@@ -70,9 +70,10 @@ def _groups(m: Measurements, devices: list[str]) -> tuple[list[str], list[str]]:
     kinds = m.devices.reindex(devices)["kind"].fillna("unknown")
     counts = kinds.value_counts()
     if len(counts) > 1 and counts.iloc[0] == counts.iloc[1]:
-        raise ValueError(f"devices.csv column 'kind' splits the devices evenly ({ {str(k): int(v) for k, v in counts.items()} }): the targets are "
-                         "the devices of the largest kind; name them with --devices (and their cross-kind "
-                         "targets), or drop the column")
+        shares = ", ".join(f"{k}: {n}" for k, n in counts.items())
+        raise ValueError(f"devices.csv column 'kind' splits the devices evenly ({shares}): the targets are the "
+                         "devices of the largest kind; name them with --devices (and their cross-kind targets), "
+                         "or drop the column")
     main = counts.index[0]
     return [d for d in devices if kinds[d] == main], [d for d in devices if kinds[d] != main]
 
