@@ -134,11 +134,16 @@ def read_csv_chunks(directory: Path, stem: str, lines: int):
         raise ValueError(f"{path}: not a readable CSV file: {exc}") from None
 
 
-def is_numeric_column(values: pd.Series) -> bool:
-    """Whether every non-empty cell of ``values`` parses as a number."""
+def text_cells(values: pd.Series) -> pd.Series:
+    """The non-empty cells of ``values`` (stripped) that do not parse as a number."""
     text = values.dropna().astype(str).str.strip()
     text = text[text != ""]
-    return bool(pd.to_numeric(text, errors="coerce").notna().all())
+    return text[pd.to_numeric(text, errors="coerce").isna()]
+
+
+def is_numeric_column(values: pd.Series) -> bool:
+    """Whether every non-empty cell of ``values`` parses as a number."""
+    return text_cells(values).empty
 
 
 def text_column(values: pd.Series) -> pd.Series:
@@ -186,13 +191,7 @@ def dropped_inputs_note(names: list[str], missing_per_column, n_dropped: int, n_
 
 def text_examples(frame: pd.DataFrame) -> dict[str, str]:
     """``{column: a non-numeric cell}`` of the columns of ``frame`` that hold one."""
-    out = {}
-    for c in frame.columns:
-        text = frame[c].dropna().astype(str).str.strip()
-        text = text[(text != "") & pd.to_numeric(text, errors="coerce").isna()]
-        if len(text):
-            out[c] = text.iloc[0]
-    return out
+    return {c: cells.iloc[0] for c in frame.columns if len(cells := text_cells(frame[c]))}
 
 
 def load_dataset_dir(directory) -> Measurements:
