@@ -136,6 +136,8 @@ def read_csv_chunks(directory: Path, stem: str, lines: int):
 
 def text_cells(values: pd.Series) -> pd.Series:
     """The non-empty cells of ``values`` (stripped) that do not parse as a number."""
+    if pd.api.types.is_numeric_dtype(values):          # parsed as numbers already: none
+        return values.iloc[:0].astype(str)
     text = values.dropna().astype(str).str.strip()
     text = text[text != ""]
     return text[pd.to_numeric(text, errors="coerce").isna()]
