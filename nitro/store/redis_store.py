@@ -99,10 +99,13 @@ class Store:
         return sorted(m.decode() for m in self._call(self.client.smembers, keys.computations()))
 
     def declare(self, computation: str, variants: Iterable[str], features: Iterable[str]):
-        """Record (or check) a computation's variant and feature names."""
+        """Record (or check) a computation's variant and feature names. Variants are named in
+        every row and model, so the same variants in another order are the same computation
+        (an import lists them sorted, a code variant in its own order); features are positions
+        of a model's input, so their order must match."""
         variants, features = list(variants), list(features)
         meta = self.meta(computation, missing_ok=True)
-        if meta and (meta["variants"] != variants or meta["features"] != features):
+        if meta and (sorted(meta["variants"]) != sorted(variants) or meta["features"] != features):
             raise StoreError(
                 f"computation {computation!r} is stored with variants {meta['variants']} and "
                 f"features {meta['features']}, not {variants} and {features}: use another name "

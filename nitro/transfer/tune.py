@@ -72,7 +72,7 @@ def _load(store: Store, name: str, variants, features, sources, target, target_f
     """The sources' rows and devices and the target's device, as :class:`TransferData`:
     ``(data, target index, provenance)``."""
     meta = store.meta(name)
-    if meta["variants"] != list(variants) or meta["features"] != list(features):
+    if sorted(meta["variants"]) != sorted(variants) or meta["features"] != list(features):   # see Store.declare
         raise ValueError(f"{name}: the store holds variants {meta['variants']} and features "
                          f"{meta['features']}, not {list(variants)} and {list(features)}")
     target = target or devices_mod.current_device_id()

@@ -25,7 +25,20 @@ def test_declare_refuses_a_different_signature(store):
     store.put_row("hist", "dev1", row(1))
     with pytest.raises(StoreError, match="stored with variants"):
         store.declare("hist", ["a", "c"], ["N"])
+    with pytest.raises(StoreError, match="stored with variants"):
+        store.declare("hist", ["a", "b"], ["N", "M"])
     assert len(store.rows("hist", "dev1")) == 1
+
+
+def test_the_same_variants_in_another_order_are_the_same_computation(store):
+    """An import declares its variants sorted, a code variant in its own order: rows and
+    models name their variants, so both read the same rows (features are positions: strict)."""
+    store.declare("hist", ["b", "a"], ["N", "M"])
+    store.put_row("hist", "dev1", row(1))
+    store.declare("hist", ["a", "b"], ["N", "M"])
+    assert store.meta("hist")["variants"] == ["b", "a"] and len(store.rows("hist", "dev1")) == 1
+    with pytest.raises(StoreError, match="stored with variants"):
+        store.declare("hist", ["a", "b"], ["M", "N"])
 
 
 def test_unknown_computation_and_device_are_named(store):

@@ -124,6 +124,10 @@ def test_transferred_model_round_trips_through_the_store(store):
     assert (np.array(loaded.predict(X)) == truth.to_numpy()).mean() > 0.85
     with pytest.raises(ValueError, match="cannot also be a source"):
         tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=["dev0", "dev1"], target="dev0")
+    reordered = tune_from_source(store, "toy", VARIANTS[::-1], ["size", "skew"], sources=[f"dev{i}" for i in range(1, 7)],
+                                 target="dev0", search_based_dfs=True, max_subset_size=2, save=False,
+                                 progress=False)                                  # as a code variant may order them
+    assert reordered.variants == VARIANTS[::-1] and reordered.predict(X) == model.predict(X)
 
 
 def test_a_target_without_features_that_is_not_this_machine_is_an_error(store):
