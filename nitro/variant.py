@@ -111,6 +111,8 @@ class CodeVariant:
             raise ValueError(f"{self.name}: the bundle is for {bundle.computation!r} with features "
                              f"{bundle.input_features}, not {self.feature_names}")
         model, info = bundle.model_for(device or self.device_id, **options)
+        if model is None:           # this code variant's default runs, whatever the bundle's says
+            info = {**info, "variant": self.default}
         self.model = model
         self.bundle_choice = info
         return info

@@ -111,6 +111,8 @@ def test_use_bundle_sets_the_model_and_says_how(tmp_path):
     assert cv.use_bundle(path, device="dev2")["path"] == "exact" and (cv(3), cv(30)) == ("b", "a")
     assert cv.use_bundle(path, device="elsewhere", query=False)["path"] == "default"
     assert cv.model is None and cv.bundle_choice["path"] == "default" and cv(30) == "a"
+    own = code_variant("toy", {"a": lambda n: "a", "b": lambda n: "b"}, {"n": lambda n: n}, default="b")
+    assert own.use_bundle(path, device="elsewhere", query=False)["variant"] == "b" == own(30)   # what runs
     other = code_variant("other", {"a": lambda n: "a"}, {"n": lambda n: n})
     with pytest.raises(ValueError, match="bundle is for 'toy'"):
         other.use_bundle(path)
