@@ -112,6 +112,8 @@ def bench_scale(sizes=SIZES, devices: int = 4, evaluate_max: int = 50000, steps=
     steps = list(steps or ("tune_fit", "tune_from_source", "evaluate"))
     sizes = sorted(int(n) for n in sizes)
     results: dict = {s: {} for s in steps}
+    if workdir is not None:
+        Path(workdir).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         jobs = [(n, s) for n in sizes for s in steps if not (s == "evaluate" and n > evaluate_max)]
         for n, step in progress_bar(jobs, desc="bench scale", unit="step", enabled=progress):
