@@ -203,15 +203,20 @@ def device_kernel(D: np.ndarray, sources: list[int], target: int, gamma: float |
     return Kd, np.exp(-g * (d2 - d2.min()))
 
 
+def varying(A: np.ndarray) -> np.ndarray:
+    """Per column of ``A`` (one row per device), whether it varies over those devices beyond
+    rounding: a constant one cannot show its effect on them."""
+    return A.std(axis=0) > 1e-12 * np.maximum(np.abs(A.mean(axis=0)), 1.0)
+
+
 def standardised_devices(D: np.ndarray, sources: list[int]) -> np.ndarray | None:
     """All devices' features standardised over ``sources``, keeping those that vary over them
     (``None`` when none does)."""
     A = D[sources]
-    mean, std = A.mean(axis=0), A.std(axis=0)
-    varies = std > 1e-12 * np.maximum(np.abs(mean), 1.0)
-    if not varies.any():
+    keep = varying(A)
+    if not keep.any():
         return None
-    return (D[:, varies] - mean[varies]) / std[varies]
+    return (D[:, keep] - A[:, keep].mean(axis=0)) / A[:, keep].std(axis=0)
 
 
 def source_distances(Z: np.ndarray, sources: list[int], target: int) -> tuple[np.ndarray, float]:

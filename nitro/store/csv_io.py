@@ -183,10 +183,11 @@ def _spool_inputs(db: sqlite3.Connection, directory: Path) -> tuple[dict[str, st
     kept, notes = input_columns(names, n, text, empty)
     cols = {name: f"f{names.index(name)}" for name in kept}
     if kept:
-        missing = [db.execute(f"SELECT COUNT(*) FROM inputs WHERE {c} IS NULL").fetchone()[0] for c in cols.values()]
-        (dropped,) = db.execute("SELECT COUNT(*) FROM inputs WHERE " + " OR ".join(f"{c} IS NULL" for c in cols.values())).fetchone()
-        notes += dropped_inputs_note(kept, missing, dropped, n)
-        db.execute("DELETE FROM inputs WHERE " + " OR ".join(f"{c} IS NULL" for c in cols.values()))
+        incomplete = " OR ".join(f"{c} IS NULL" for c in cols.values())
+        *missing, dropped = db.execute(f"SELECT {''.join(f'TOTAL({c} IS NULL), ' for c in cols.values())}"
+                                       f"TOTAL({incomplete}) FROM inputs").fetchone()
+        notes += dropped_inputs_note(kept, missing, int(dropped), n)
+        db.execute(f"DELETE FROM inputs WHERE {incomplete}")
     return cols, notes
 
 
