@@ -136,7 +136,9 @@ def cv_dfs(prep: Prepared, candidates=None, max_size: int = 3, k: int = 1, selec
     start = time.perf_counter()
     data = prep.data
     if len(prep.sources) < 3:
-        raise ValueError(f"CV-DFS needs at least 3 source devices, got {len(prep.sources)}")
+        raise ValueError(f"CV-DFS needs at least 3 source devices, got {len(prep.sources)} "
+                         f"({', '.join(data.devices[s] for s in prep.sources)}): record more sources, "
+                         "or build the model on every device feature (search_based_dfs off, no --cv-dfs)")
     if selection not in ("ensemble", "frequency"):
         raise ValueError(f"selection must be 'ensemble' or 'frequency', not {selection!r}")
     names = list(candidates) if candidates is not None else [data.device_features[j] for j in prep.features]

@@ -90,6 +90,13 @@ def test_cv_dfs_leaves_out_a_feature_constant_over_the_sources():
     assert "ecc" not in r.features and "ecc" not in r.frequencies
 
 
+def test_cv_dfs_with_too_few_sources_names_them_and_the_way_out():
+    data = TransferData.from_measurements(planted())
+    prep = Prepared.build(data, [1, 2], np.arange(len(data.inputs)), extra_devices=[0])
+    with pytest.raises(ValueError, match=r"at least 3 source devices, got 2 \(dev1, dev2\).*search_based_dfs off"):
+        cv_dfs(prep, progress=False)
+
+
 def test_pdfs_picks_the_planted_proxy():
     rng = np.random.default_rng(0)
     proxy = {}
