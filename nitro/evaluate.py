@@ -118,6 +118,13 @@ def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, 
         others.remove(o)
     m = m.restrict(devices=main + others, variants=variants, complete=False)
     data = TransferData.from_measurements(m)
+    for j, f in enumerate(data.device_features):
+        unknown = [d for d, v in zip(data.devices, data.D[:, j]) if not np.isfinite(v)]
+        if len(unknown) == len(data.devices):
+            notes.append(f"device feature {f} is empty on every device: not used")
+        elif unknown:
+            notes.append(f"device feature {f} unknown on {', '.join(unknown)}: not used where "
+                         f"{'that device is' if len(unknown) == 1 else 'those devices are'} involved")
     idx = [data.device_index(d) for d in main]
     complete = data.complete_inputs(main)
     if len(complete) < 20:

@@ -85,10 +85,13 @@ def test_what_the_split_leaves_out_is_said_and_never_scored_as_a_failure():
     cpu = m.times.xs("dev0", level=0, drop_level=False).rename(index={"dev0": "cpu0"}).assign(b=np.nan)
     ghost = m.times.xs("dev1", level=0, drop_level=False).rename(index={"dev1": "ghost"})
     times = pd.concat([m.times, cpu, ghost]).drop(("dev2", "in7"))
-    devices = pd.concat([m.devices.assign(kind="gpu"), pd.DataFrame({"cores": [8.0], "kind": ["cpu"]}, index=["cpu0"])])
+    devices = pd.concat([m.devices.assign(kind="gpu", l2=[1.0, 2.0, np.nan, 4.0, 5.0, 6.0], none=np.nan),
+                         pd.DataFrame({"cores": [8.0], "kind": ["cpu"], "l2": [3.0]}, index=["cpu0"])])
     data, idx, others, train, test, notes = split(Measurements(times, m.inputs, devices))
     assert notes == ["left out ghost: measured, but no device features in devices.csv",
                      "cross-kind cpu0 not scored: never timed b",
+                     "device feature l2 unknown on dev2: not used where that device is involved",
+                     "device feature none is empty on every device: not used",
                      "59 of 60 inputs are timed for every variant on every device and evaluated; the others are left out"]
     assert others == [] and "ghost" not in data.devices and len(idx) == 6 and len(train) + len(test) == 59
     tied = devices.assign(kind=["gpu", "gpu", "gpu", "cpu", "cpu", "cpu", "cpu"]).drop("cpu0")
