@@ -36,6 +36,12 @@ def _loads(raw, what: str):
         raise StoreError(f"malformed {what} in the store: {exc}") from None
 
 
+def same_computation(meta: dict, variants, features) -> bool:
+    """Whether ``variants`` and ``features`` name the computation of ``meta`` (see
+    :meth:`Store.declare`: variants in any order, features in the same order)."""
+    return sorted(meta["variants"]) == sorted(variants) and meta["features"] == list(features)
+
+
 class Store:
     """nitro's view of a Redis database.
 
@@ -105,7 +111,7 @@ class Store:
         of a model's input, so their order must match."""
         variants, features = list(variants), list(features)
         meta = self.meta(computation, missing_ok=True)
-        if meta and (sorted(meta["variants"]) != sorted(variants) or meta["features"] != features):
+        if meta and not same_computation(meta, variants, features):
             raise StoreError(
                 f"computation {computation!r} is stored with variants {meta['variants']} and "
                 f"features {meta['features']}, not {variants} and {features}: use another name "

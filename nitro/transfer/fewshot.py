@@ -68,8 +68,8 @@ def refine_model(base: SelectorModel, feature_rows, times) -> SelectorModel:
     the optimum of a variant that ran is ``t_best_measured / t_v`` (0 for a failure); a variant
     that did not run keeps the base prediction (zero residual). Rows with fewer than two
     variants run say nothing about which is faster and are left out (so are rows where every
-    variant that ran failed). The residual is fitted by kernel ridge regression (:func:`residual_fit`, λ by leave-one-out
-    error), so the result is again one kernel
+    variant that ran failed). The residual is fitted by kernel ridge regression
+    (:func:`residual_fit`, λ by leave-one-out error), so the result is again one kernel
     expansion, with the rows as extra centres; always from ``base``, so that refitting with
     more rows never compounds earlier corrections."""
     if base.kind != "kernel":

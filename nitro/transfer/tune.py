@@ -15,6 +15,7 @@ from ..search import budget_count
 from ..model import SelectorModel
 from ..progress import progress_bar
 from ..store import Store
+from ..store.redis_store import same_computation
 from .coverage import choose_variants, sources_of_kind
 from .confidence import estimate_quality
 from .cvdfs import cv_dfs, held_out_results
@@ -72,7 +73,7 @@ def _load(store: Store, name: str, variants, features, sources, target, target_f
     """The sources' rows and devices and the target's device, as :class:`TransferData`:
     ``(data, target index, provenance)``."""
     meta = store.meta(name)
-    if sorted(meta["variants"]) != sorted(variants) or meta["features"] != list(features):   # see Store.declare
+    if not same_computation(meta, variants, features):
         raise ValueError(f"{name}: the store holds variants {meta['variants']} and features "
                          f"{meta['features']}, not {list(variants)} and {list(features)}")
     target = target or devices_mod.current_device_id()
