@@ -22,6 +22,7 @@ import time
 import numpy as np
 
 from .learn import SELECTORS, delta_err, delta_miss, fit_selector, make_selector, predict_index
+from .learn.kron import varying_columns
 from .metrics import fraction_of_optimum
 from .model import SelectorModel
 from .transfer.cvdfs import cv_dfs
@@ -80,7 +81,7 @@ def compare_selectors(data: TransferData, main: list[int], train: np.ndarray, te
             used = cv_dfs(prep, max_size=max_size, n_jobs=n_jobs, progress=progress).features
             cols = [data.device_features.index(f) for f in used]
         else:
-            cols = list(prep.features)
+            cols = varying_columns(prep.D, prep.sources, prep.features)
         feats_used[dev] = [data.device_features[c] for c in cols]
         Xs, Ts = stack_times(data, sources, prep.train, cols)
         X_cross = concatenate(data.X[te], data.D[t, cols])

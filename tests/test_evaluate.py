@@ -97,3 +97,23 @@ def test_what_the_split_leaves_out_is_said_and_never_scored_as_a_failure():
     tied = devices.assign(kind=["gpu", "gpu", "gpu", "cpu", "cpu", "cpu", "cpu"]).drop("cpu0")
     with pytest.raises(ValueError, match="'kind' splits the devices evenly"):
         split(Measurements(m.times, m.inputs, tied))
+
+
+
+def test_full_set_svm_leaves_out_a_device_feature_constant_over_the_sources():
+    """Held out by family, the new family alone has another ``smem``: the sources cannot show
+    its effect, and the baseline must not read it as a distance from every source (which
+    shrinks its kernel to nothing and leaves one constant choice)."""
+    rng = np.random.default_rng(0)
+    devices, inputs = [f"dev{i}" for i in range(6)], [f"in{i}" for i in range(80)]
+    size = rng.uniform(1, 1000, len(inputs))
+    rows = [[(1.0 if s < 500 else 2.0) * rng.uniform(0.95, 1.05), 1.5 * rng.uniform(0.95, 1.05)]
+            for _ in devices for s in size]
+    times = pd.DataFrame(rows, columns=["a", "b"],
+                         index=pd.MultiIndex.from_product([devices, inputs], names=["device", "input"]))
+    dev = pd.DataFrame({"cores": [10.0, 12, 40, 44, 20, 30], "smem": [48.0, 48, 48, 48, 64, 64],
+                        "arch": ["old", "old", "mid", "mid", "new", "new"]}, index=devices)
+    m = Measurements(times, pd.DataFrame({"size": size}, index=inputs), dev)
+    r = evaluate(m, methods=["full_set_svm"], holdout_by="arch")
+    for d in ("dev4", "dev5"):
+        assert r["targets"][d]["full_set_svm"] > 95

@@ -12,6 +12,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:           # pandas is imported where the table is read, not with this module
+    import pandas as pd
 
 PATH = Path(__file__).with_name("datasheet.csv")
 

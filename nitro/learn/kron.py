@@ -209,6 +209,12 @@ def varying(A: np.ndarray) -> np.ndarray:
     return A.std(axis=0) > 1e-12 * np.maximum(np.abs(A.mean(axis=0)), 1.0)
 
 
+def varying_columns(D: np.ndarray, sources, cols) -> list[int]:
+    """The columns ``cols`` of ``D`` (one row per device) that vary over the ``sources``."""
+    cols = list(cols)
+    return [c for c, v in zip(cols, varying(D[np.ix_(list(sources), cols)])) if v] if cols else []
+
+
 def standardised_devices(D: np.ndarray, sources: list[int]) -> np.ndarray | None:
     """All devices' features standardised over ``sources``, keeping those that vary over them
     (``None`` when none does)."""

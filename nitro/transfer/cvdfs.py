@@ -32,7 +32,7 @@ import numpy as np
 from joblib import Parallel, delayed
 from joblib.parallel import get_active_backend
 
-from ..learn.kron import device_kernel, varying
+from ..learn.kron import device_kernel, varying_columns
 from ..metrics import fraction_of_optimum, majority_vote
 from ..progress import progress_bar
 from .prepare import Prepared
@@ -150,7 +150,7 @@ def cv_dfs(prep: Prepared, candidates=None, max_size: int = 3, k: int = 1, selec
         raise ValueError("no candidate device feature is known on every device involved")
     # a feature constant over the sources cannot show its effect (the device kernel leaves it
     # out): a subset with it is the subset without it, counted twice
-    cols = [c for c, v in zip(cols, varying(prep.D[np.ix_(prep.sources, cols)])) if v] or cols[:1]
+    cols = varying_columns(prep.D, prep.sources, cols) or cols[:1]
     cand = subsets_upto(cols, min(max_size, len(cols)))
     jobs = (delayed(_score_all)(prep, t, cand, lam, groups) for t in prep.sources)
     streams = getattr(get_active_backend()[0], "supports_return_generator", False)   # Ray's does not

@@ -10,6 +10,7 @@ import pandas as pd
 
 from .. import devices as devices_mod
 from ..dataset import Measurements
+from ..learn.kron import varying_columns
 from ..measurement import TrainingRow
 from ..search import budget_count
 from ..model import SelectorModel
@@ -215,6 +216,10 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
     candidates = [data.device_features[j] for j in prep.features]
     if not candidates:
         raise ValueError(f"{name}: no device feature is known on every source and on {target!r}")
+    varies = [data.device_features[j] for j in varying_columns(prep.D, prep.sources, prep.features)]
+    if varies and len(varies) < len(candidates):    # the sources cannot show such a feature's effect
+        provenance["device_features_left_out"] = {f: "constant over the sources" for f in candidates if f not in varies}
+        candidates = varies
     pdfs, sdfs = profiling_based_dfs, search_based_dfs
     if pdfs:
         proxy, variant = {}, {}

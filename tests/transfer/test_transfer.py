@@ -172,3 +172,21 @@ def test_refit_from_sources_learns_from_the_stores_sources_and_the_targets_pairs
     assert set(model.device_features) == {"cache_kb", "atomic_units", "decoy1", "decoy2"}
     chosen = np.array([VARIANTS.index(v) for v in model.predict(X)])
     assert (chosen == truth.argmin(axis=1)).mean() > 0.85
+
+
+def test_a_device_feature_constant_over_the_sources_is_left_out_and_named(store):
+    """The sources cannot show its effect; an SVM given it would read the target's other value
+    as a distance from every source and lose its kernel's contrast."""
+    m = record_planted(store)
+    for d in m.device_ids:
+        rec = store.device(d)
+        rec["smem_kb"] = {"value": 64.0 if d == "dev0" else 48.0, "unit": "", "source": "datasheet"}
+        store.put_device(d, rec)
+    model = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=[f"dev{i}" for i in range(1, 7)],
+                             target="dev0", search_based_dfs=False, learner="svm", save=False, progress=False)
+    p = model.provenance
+    assert "smem_kb" not in p["device_features"] and "cache_kb" in p["device_features"]
+    assert p["device_features_left_out"] == {"smem_kb": "constant over the sources"}
+    X = m.inputs.to_numpy()
+    truth = m.for_device("dev0").idxmin(axis=1).reindex(m.inputs.index)
+    assert (np.array(model.predict(X)) == truth.to_numpy()).mean() > 0.85
