@@ -93,9 +93,9 @@ REFIT_EVERY = 16       # default new target rows between refits
 REFIT_GROWTH = 0.125   # ... or this share of the rows so far, if more: O(n) total refit work over n rows
 MIN_COMPLETE = 20      # complete rows before a non-kernel model is refitted as an on-device SVM
 HOLDS = 1.0 - TimingPolicy.tie   # the start model stays while it reaches this share of the best timed
+MAX_ROWS = 20_000      # target rows kept in memory for refits, the most recent (older ones stay in the store)
 # (the defaults were compared on the recorded SpMV data with `nitro evaluate DIR --online`:
 # see benchmarks/README.md, "Refining mode")
-_STOP = object()
 
 
 def feature_id(values: Sequence[float]) -> str:
@@ -156,6 +156,15 @@ def default_refit(base: SelectorModel, X: np.ndarray, times: np.ndarray,
         "method": "refined on-device", "base": base.provenance, "target_rows": int(complete.sum())})
 
 
+def _holds(dispatcher, variant: str, values) -> bool:
+    """Whether ``variant``'s constraints allow it here; one that cannot be evaluated on these
+    values (it raises) keeps the variant from exploring, where plain dispatch never asked it."""
+    try:
+        return dispatcher._valid(variant, values)
+    except Exception:
+        return False
+
+
 class Refiner:
     """Refining mode of one dispatcher (see the module documentation).
 
@@ -212,7 +221,12 @@ class Refiner:
         self._rows: dict[tuple, tuple[list[float], dict[str, float], dict[str, str]]] = {}   # by feature values
         self._since_refit = 0
         self._refit_lock = threading.Lock()
+        self._swap_lock = threading.Lock()     # stopping against a refit's swap
         self._stopped = False
+        self._stop_deadline = math.inf
+        self._reserved = 0.0                   # estimated extra time of calls exploring now
+        self._in_flight = 0                    # calls exploring now
+        self._local = threading.local()
         self.calls = 0
         self._cost = CallCost(len(dispatcher.features))
         self._sampled_seconds = 0.0    # the candidate calls' time (their choice's, when explored)
@@ -259,11 +273,13 @@ class Refiner:
         scores = model.compiled().scores_one(values)          # C++ for kernel models
         if scores is None:
             scores = model.scores([values])[0].tolist()
-        allowed = [i for i, v in enumerate(model.variants) if d._valid(v, values)]
+        allowed = [i for i, v in enumerate(model.variants) if v == choice or _holds(d, v, values)]
         if len(allowed) < 2:
             return None
         ranked = sorted(allowed, key=lambda i: -scores[i])
         margin = float(scores[ranked[0]] - scores[ranked[1]])
+        if math.isnan(margin):                 # e.g. two infinite scores: no rank to learn from
+            return None
         limit = len(ranked) if self.candidates is None else self.candidates - 1
         key = tuple(values)
         with self._rows_lock:                  # what earlier calls on these features already timed
@@ -288,11 +304,17 @@ class Refiner:
             if self._counts["explored"] + 1 > self.budget * self.calls + 1:
                 self._counts["budget_skips"] += 1
                 return None
-            if self.time_budget is not None:
+            expected = 0.0
+            if self.time_budget is not None:   # calls exploring now count at their estimate
                 expected = self._cost.predict(values) * len(others) * self.repeats
-                if SPREAD * expected > self.time_budget * self.served_seconds - self.extra_seconds:
+                spent = self.extra_seconds + self._reserved
+                blind = self._cost.n == 0 and self._in_flight > 0   # nothing timed yet: one at a time
+                if blind or SPREAD * expected > self.time_budget * self.served_seconds - spent:
                     self._counts["time_skips"] += 1
                     return None
+                self._reserved += expected
+            self._local.reserved = expected
+            self._in_flight += 1
             self._counts["explored"] += 1
             run = [choice] + others
             self._rng.shuffle(run)
@@ -353,6 +375,9 @@ class Refiner:
         reasons = {v: f"{type(e).__name__}: {e}"[:500] for v, e in ex.errors.items()}
         own = ex.times.get(ex.choice, math.inf)
         with self._lock:              # the time budget's account: served time and cost model
+            self._reserved -= getattr(self._local, "reserved", 0.0)
+            self._local.reserved = 0.0
+            self._in_flight -= 1
             if math.isfinite(own):
                 self._sampled_seconds += own
             if self.time_budget is not None:
@@ -367,6 +392,8 @@ class Refiner:
             times = {**times, **{v: min(t, times.get(v, math.inf)) for v, t in ex.times.items()}}
             failed = {v: why for v, why in {**failed, **reasons}.items() if not math.isfinite(times[v])}
             self._rows[key] = (feats, times, failed)
+            if len(self._rows) > MAX_ROWS:     # the oldest input's row leaves the refit data
+                del self._rows[next(iter(self._rows))]
             self._since_refit += 1
             due = self._since_refit >= max(self.refit_every, REFIT_GROWTH * len(self._rows))
             if due:
@@ -420,7 +447,7 @@ class Refiner:
             X, T = self.rows()
             if len(X) and self.base_holds(X, T):
                 if self._dispatcher.model is not self.base:
-                    self._dispatcher.set_model(self.base)
+                    self._swap(self.base)
                 self._counts["base_held"] += 1
                 return False
             try:
@@ -429,12 +456,22 @@ class Refiner:
                     self._counts["refits_kept"] += 1
                     return False
                 model.compiled()                   # fully built before anyone can see it
-                self._dispatcher.set_model(model)  # one reference swapped
+                if not self._swap(model):
+                    return False
             except Exception as exc:  # a refit must never break the calls it serves
                 self._counts["refit_errors"] += 1
                 self.last_refit_error = f"{type(exc).__name__}: {exc}"
                 return False
             self._counts["refits"] += 1
+            return True
+
+    def _swap(self, model: SelectorModel) -> bool:
+        """Install ``model`` (one reference swapped) unless refining has stopped meanwhile: a
+        refit that outlives :meth:`stop` must not replace the model dispatch has gone back to."""
+        with self._swap_lock:
+            if self._stopped:
+                return False
+            self._dispatcher.set_model(model)
             return True
 
     def _refit_loop(self):
@@ -460,10 +497,16 @@ class Refiner:
     def _write_loop(self):
         store = None
         while True:
-            row = self._queue.get()
             try:
-                if row is _STOP:
+                row = self._queue.get(timeout=0.05)
+            except queue.Empty:
+                if self._stopped:
                     return
+                continue
+            try:
+                if self._stopped and time.monotonic() > self._stop_deadline:
+                    self._counts["rows_dropped"] += 1     # stop()'s time to write them is over
+                    continue
                 if store is None:
                     store = self._open_store()
                 store.put_row(self.computation, self.device_id, row)
@@ -486,22 +529,22 @@ class Refiner:
             time.sleep(0.005)
         return False
 
-    def stop(self, timeout: float = 5.0) -> dict:
-        """Leave refining mode: calls dispatch plainly again, queued rows are still written
-        (for up to ``timeout`` seconds) and the threads end. Returns :meth:`stats`."""
+    def stop(self, timeout: float = 5.0, wait: bool = True) -> dict:
+        """Leave refining mode: calls dispatch plainly again at once, a refit still running is
+        not swapped in, rows queued are still written for up to ``timeout`` seconds (then
+        dropped and counted) and the threads end. ``wait``: wait for the writing (not for a
+        refit). Returns :meth:`stats`."""
         if not self._stopped:
-            self._stopped = True
-            if self._on_stop is not None:
-                self._on_stop(self)
-            if self._queue is not None:
-                try:
-                    self._queue.put(_STOP, timeout=timeout)
-                except queue.Full:
-                    pass
+            with self._swap_lock:
+                self._stop_deadline = time.monotonic() + timeout
+                self._stopped = True
+            on_stop, self._on_stop = self._on_stop, None
+            if on_stop is not None:
+                on_stop(self)
             self._refit_wanted.set()
-            deadline = time.monotonic() + timeout
-            for t in self._threads:
-                t.join(max(0.0, deadline - time.monotonic()))
+            writers = [t for t in self._threads if t.name.startswith("nitro-refine-store")]
+            for t in writers if wait else ():
+                t.join(max(0.0, self._stop_deadline - time.monotonic()) + 0.1)
         return self.stats()
 
     @property

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 
 from .dispatch import Dispatcher
@@ -221,9 +222,12 @@ class CodeVariant:
             refit = SourcesRefit.for_model(self.model, store, self.name, self.variant_names, self.feature_names)
             if refit is not None:
                 options["refit"] = refit
-        self._refiner = Refiner(self._dispatcher, self.name, store=store, device_id=device_id,
-                                on_stop=self._detach, **options)
-        return self._refiner
+        this = weakref.ref(self)          # the refiner's threads must not keep the code variant alive
+        refiner = Refiner(self._dispatcher, self.name, store=store, device_id=device_id,
+                          on_stop=lambda r: (cv := this()) is not None and cv._detach(r), **options)
+        self._refiner_finalizer = weakref.finalize(self, refiner.stop, wait=False)   # dropped while refining
+        self._refiner = refiner
+        return refiner
 
     @property
     def refiner(self):
@@ -233,6 +237,7 @@ class CodeVariant:
     def _detach(self, refiner) -> None:
         if self._refiner is refiner:
             self._refiner = None
+            self._refiner_finalizer.detach()
 
     def __repr__(self):
         return (f"code_variant({self.name!r}, variants={self.variant_names}, "

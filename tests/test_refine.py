@@ -423,3 +423,100 @@ def test_a_start_model_the_rows_confirm_is_never_replaced():
         s = refiner.stop()
         assert (s["refits"] > 0) == refitted and bool(calls) == refitted
         assert (s["base_held"] > 0) != refitted and (d.model is start) != refitted
+
+
+def test_a_refit_that_finishes_after_stop_is_not_swapped_in():
+    """Off means plain dispatch with the model refining began with, even when a refit was
+    still running; turning refining off does not wait for that refit."""
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_refit(base, X, times):
+        entered.set()
+        release.wait(30)
+        return kernel_model(weights=[[0, 0, 1.0]] * 3)          # c everywhere
+
+    ran = []
+    cv = make_cv(ran, name="refit-after-stop")
+    base = cv.model
+    refiner = cv.refine(refit=slow_refit, budget=1.0, time_budget=None, quantile=1.0, warmup=0, refit_every=1)
+    for x in XS:
+        cv(float(x))
+        if entered.is_set():
+            break
+    assert entered.wait(30)
+    cv.refine(False)
+    release.set()
+    for t in refiner._threads:
+        t.join(30)
+    assert cv.model is base and refiner.stats()["refits"] == 0
+
+
+def test_constraints_plain_dispatch_never_evaluates_do_not_break_refining_calls():
+    """Plain dispatch evaluates only the choice's constraints; one that cannot be evaluated on
+    an input (here it divides by zero) must not make a refining call raise."""
+    ran = []
+    cv = code_variant("constraint-raises", tagged(ran), {"x": lambda x: float(x)}, default="a")
+    cv.add_constraint("c", lambda f: 64 / f["x"] >= 8)
+    cv.model = kernel_model()
+    assert cv.select(0.0) == "a"
+    refiner = cv.refine(budget=1.0, time_budget=None, quantile=1.0, refit_every=10_000)
+    assert [cv(0.0) for _ in range(100)] == ["a"] * 100
+    assert refiner.stats()["explored"] > 0 and not [x for v, x in ran if v == "c"]
+    cv.refine(False)
+
+
+def test_a_nan_margin_neither_breaks_calls_nor_the_margin_window():
+    """Two infinite scores (a linear model far outside its training range) give no margin to rank."""
+    ran = []
+    cv = make_cv(ran, name="nan-margin")
+    cv.model = SelectorModel(variants=VARIANTS, input_features=["x"], kind="linear", params={
+        "log_mask": [False], "mean": [0.0], "scale": [1.0], "coef": [[10.0, 10.0, -1.0]],
+        "intercept": [0.0, -0.5, 0.0], "choose": "max"})
+    with np.errstate(over="ignore"):
+        assert np.isinf(cv.model.scores([[1e308]])[0][:2]).all()
+    refiner = cv.refine(budget=1.0, time_budget=None, quantile=0.25, window=8, warmup=4, refit_every=10_000)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for i in range(400):
+            cv(1e308 if i % 5 == 0 else float(XS[i % len(XS)]))
+    assert len(refiner._sorted_margins) == len(refiner._margins)
+    assert not any(np.isnan(refiner._sorted_margins))
+    cv.refine(False)
+
+
+def test_stop_writes_what_it_can_within_its_timeout_and_its_writer_ends(store):
+    """With the store paused, stop() returns within its timeout, the rows it could not write are
+    counted as dropped, and the writer thread ends once the store is back."""
+    ran = []
+    cv = make_cv(ran, name="stop-paused")
+    refiner = cv.refine(store=store, device_id="here", budget=1.0, time_budget=None, quantile=1.0,
+                        refit_every=10_000, queue_size=2)
+    for x in XS[:4]:
+        cv(float(x))
+    assert refiner.wait(30)
+    store.client.execute_command("CLIENT", "PAUSE", 1500, "ALL")     # every client waits, the writer too
+    for x in XS[4:60]:
+        cv(float(x))
+    s = refiner.stop(timeout=0.2)
+    in_flight = s["rows_recorded"] - (s["rows_written"] + s["rows_dropped"] + s["store_errors"] + s["queued"])
+    assert in_flight in (0, 1)                          # the row the writer is waiting to write
+    writer = [t for t in refiner._threads if t.name.startswith("nitro-refine-store")][0]
+    writer.join(30)
+    assert not writer.is_alive()
+    s = refiner.stats()
+    assert s["queued"] == 0 and s["rows_dropped"] > 0
+    assert s["rows_recorded"] == s["rows_written"] + s["rows_dropped"] + s["store_errors"]
+
+
+def test_a_code_variant_dropped_while_refining_is_freed_and_its_threads_end():
+    import gc
+    import weakref
+    ran = []
+    cv = make_cv(ran, name="dropped")
+    refiner = cv.refine(budget=1.0, time_budget=None, quantile=1.0, refit_every=10_000)
+    gone = weakref.ref(cv)
+    del cv
+    gc.collect()
+    assert gone() is None and not refiner.active
+    for t in refiner._threads:
+        t.join(30)
+        assert not t.is_alive()

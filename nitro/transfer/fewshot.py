@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..learn.kron import fraction_targets, rbf, signed_log
+from ..learn.budget import max_centres, reexpression_weights
+from ..learn.kron import fraction_targets, pivoted_landmarks, rbf, signed_log
 from ..model import SelectorModel
 
 LAMBDAS = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
 KMEANS_EXACT_MAX = 4000      # inputs up to which the picks come from full k-means
+MAX_ROWS = 1000              # target rows a correction fits, the most recent (an n×n eigenproblem)
 
 
 def pick_inputs(X: np.ndarray, n: int, seed: int = 0) -> np.ndarray:
@@ -69,9 +71,10 @@ def refine_model(base: SelectorModel, feature_rows, times) -> SelectorModel:
     that did not run keeps the base prediction (zero residual). Rows with fewer than two
     variants run say nothing about which is faster and are left out (so are rows where every
     variant that ran failed). The residual is fitted by kernel ridge regression
-    (:func:`residual_fit`, λ by leave-one-out error), so the result is again one kernel
-    expansion, with the rows as extra centres; always from ``base``, so that refitting with
-    more rows never compounds earlier corrections."""
+    (:func:`residual_fit`, λ by leave-one-out error) on the last ``MAX_ROWS`` rows, so the result
+    is again one kernel expansion, with the rows as extra centres (re-expressed within the
+    dispatch budget, :func:`within_budget`); always from ``base``, so that refitting with more
+    rows never compounds earlier corrections."""
     if base.kind != "kernel":
         raise ValueError(f"refine_model corrects kernel models, not {base.kind!r} ones")
     X = np.atleast_2d(np.asarray(feature_rows, dtype=np.float64))
@@ -84,14 +87,31 @@ def refine_model(base: SelectorModel, feature_rows, times) -> SelectorModel:
     keep = (ran.sum(axis=1) >= 2) & np.isfinite(T).any(axis=1)
     if not keep.any():
         raise ValueError("refine_model: no row has two or more variants run, one of them successfully")
-    X, T, ran = X[keep], T[keep], ran[keep]
+    X, T, ran = X[keep][-MAX_ROWS:], T[keep][-MAX_ROWS:], ran[keep][-MAX_ROWS:]
     p = base.params
     mean, scale, gamma = np.asarray(p["mean"]), np.asarray(p["scale"]), float(p["gamma"])
     Xc = (signed_log(X) - mean) / scale
     residual = np.where(ran, fraction_targets(np.where(ran, T, np.inf)) - base.scores(X), 0.0)
     alpha, lam = residual_fit(Xc, residual, gamma)
+    centers, weights = within_budget(np.vstack([np.asarray(p["centers"]), Xc]),
+                                     np.vstack([np.asarray(p["weights"]), alpha]), gamma)
     provenance = {**base.provenance, "refined": {"target_rows": int(len(X)), "lambda": lam}}
     return SelectorModel(variants=list(base.variants), input_features=list(base.input_features), kind="kernel",
-                         params={**p, "centers": np.vstack([np.asarray(p["centers"]), Xc]).tolist(),
-                                 "weights": np.vstack([np.asarray(p["weights"]), alpha]).tolist()},
+                         params={**p, "centers": centers.tolist(), "weights": weights.tolist()},
                          device_features=dict(base.device_features), provenance=provenance)
+
+
+def within_budget(centers: np.ndarray, weights: np.ndarray, gamma: float) -> tuple[np.ndarray, np.ndarray]:
+    """The expansion ``rbf(x, centers) @ weights`` re-expressed on at most the dispatch budget's
+    centres (:func:`nitro.learn.budget.max_centres`; those a pivoted Cholesky decomposition
+    picks), with the weights that reproduce it best on all the old centres; unchanged when it
+    already fits. A corrected model gains a centre per target row: without this its dispatch
+    time would grow with every refit."""
+    m = max_centres(centers.shape[1])
+    if len(centers) <= m:
+        return centers, weights
+    picked = pivoted_landmarks(centers, m, gamma)
+    K = rbf(centers, centers[picked], gamma)
+    F = rbf(centers, centers, gamma) @ weights
+    W = reexpression_weights(K.T @ K, K.T @ F, rbf(centers[picked], centers[picked], gamma), len(centers))
+    return centers[picked], W

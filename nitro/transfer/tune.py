@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from typing import Callable
 
 import numpy as np
@@ -141,13 +142,17 @@ class SourcesRefit:
     the rows already recorded for the target (a few-shot model's picks, earlier refining
     sessions): each refit learns from those and this session's rows, merged by feature values
     (each variant's fastest time). Where the sources' rows cannot be read, refits correct the
-    model as without them (:func:`nitro.refine.default_refit`) and ``error`` says why."""
+    model as without them (:func:`nitro.refine.default_refit`), ``error`` says why, and a later
+    refit tries again (after ``RETRY`` seconds, doubling up to an hour: a store may come back)."""
+
+    RETRY = 30.0
 
     def __init__(self, store, name: str, variants: list[str], features: list[str], **options):
         self.store, self.name, self.variants, self.features, self.options = store, name, variants, features, options
         self.refit, self.error = None, None
         self.recorded: dict = {}
         self._lock = threading.Lock()
+        self._retry_at, self._backoff = 0.0, self.RETRY
 
     @classmethod
     def for_model(cls, model: SelectorModel, store, name: str, variants: list[str], features: list[str]):
@@ -161,15 +166,18 @@ class SourcesRefit:
 
     def __call__(self, base, X, times):
         with self._lock:
-            if self.refit is None and self.error is None:
+            if self.refit is None and time.monotonic() >= self._retry_at:
                 try:
                     store = Store(self.store) if isinstance(self.store, str) else self.store
-                    self.refit = refit_from_sources(store, self.name, self.variants, self.features, **self.options)
+                    refit = refit_from_sources(store, self.name, self.variants, self.features, **self.options)
                     target = self.options.get("target") or devices_mod.current_device_id()
                     self.recorded = _recorded_rows(store, self.name, target, list(base.variants),
                                                    list(base.input_features))
-                except Exception as exc:  # the rows cannot be read: refine as without them
+                    self.refit, self.error = refit, None
+                except Exception as exc:  # the rows cannot be read: refine as without them for now
                     self.error = f"{type(exc).__name__}: {exc}"
+                    self._retry_at = time.monotonic() + self._backoff
+                    self._backoff = min(2.0 * self._backoff, 3600.0)
         if self.refit is None:
             from ..refine import default_refit
             return default_refit(base, X, times)

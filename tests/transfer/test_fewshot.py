@@ -33,6 +33,30 @@ def test_residual_fit_interpolates_a_smooth_residual():
     assert lam <= 0.1
 
 
+def test_a_corrected_model_stays_within_the_dispatch_budget_and_chooses_as_before():
+    """Refining mode corrects a kernel model with every row it times: the expansion is
+    re-expressed on the budget's centres, not grown by one centre per row."""
+    from nitro import SelectorModel
+    from nitro.learn.budget import max_centres
+    from nitro.transfer.fewshot import refine_model, within_budget
+    rng = np.random.default_rng(0)
+    C = rng.normal(0, 1, (300, 3))
+    base = SelectorModel(variants=["a", "b"], input_features=["x", "y", "z"], kind="kernel", params={
+        "signed_log": True, "mean": [0.0] * 3, "scale": [1.0] * 3, "gamma": 1 / 3, "centers": C.tolist(),
+        "weights": rng.normal(0, 0.1, (300, 2)).tolist(), "offset": [0.5, 0.5]})
+    X = np.expm1(np.abs(rng.normal(0, 1, (1500, 3)))) * np.sign(rng.normal(0, 1, (1500, 3)))
+    T = np.column_stack([1.0 + (X[:, 0] > 0), 1.5 * np.ones(len(X))])      # a wins where x <= 0
+    refined = refine_model(base, X, T)
+    m = max_centres(3)
+    assert len(refined.params["centers"]) <= m < 300 + 1000
+    assert refined.provenance["refined"]["target_rows"] == 1000                  # the most recent
+    truth = np.where(X[:, 0] > 0, 1, 0)
+    assert (np.array(refined.predict_index(X)) == truth).mean() > 0.9
+    Z = rng.normal(0, 1, (400, 3))
+    Cb, Wb = within_budget(Z, rng.normal(0, 1, (400, 2)), 1 / 3)
+    assert len(Cb) == 400 and Wb.shape == (400, 2)            # within the budget: unchanged
+
+
 def sleeper(per_x, const):
     def variant(x):
         time.sleep(per_x * x + const)
