@@ -227,8 +227,11 @@ def standardised_devices(D: np.ndarray, sources: list[int]) -> np.ndarray | None
 
 def source_distances(Z: np.ndarray, sources: list[int], target: int) -> tuple[np.ndarray, float]:
     """Squared distances of ``target`` to each source, and the largest squared distance of a
-    source to its own nearest (0 for a single source): beyond it, the target is outside."""
+    source to its own nearest other (0 for a single source): beyond it, the target is outside.
+    Sources with equal features count as one (twins would make that spread 0)."""
     d2 = ((Z[sources] - Z[target]) ** 2).sum(axis=1)
     among = ((Z[sources][:, None] - Z[sources][None]) ** 2).sum(axis=2)
-    np.fill_diagonal(among, np.inf)
-    return d2, float(among.min(axis=1).max()) if len(sources) > 1 else 0.0
+    among[among <= 1e-12] = np.inf                    # itself and its twins
+    nearest = among.min(axis=1)
+    nearest = nearest[np.isfinite(nearest)]
+    return d2, float(nearest.max()) if len(nearest) else 0.0

@@ -83,3 +83,11 @@ def test_held_out_results_score_the_baselines_from_the_other_sources_true_best(o
     # on odd, every other source's fastest is lin on small inputs, where odd wants it on large ones
     assert r["odd"]["majority"] < 0.8 and r["dev1"]["majority"] > 0.95
     assert set(r["dev0"]) == {"quality", "expected", "best_single_source", "majority"}
+
+
+def test_twin_sources_do_not_put_every_target_outside():
+    """Two sources with equal features count as one: a target between sources stays inside."""
+    D = np.array([[1.0, 5.0], [1.0, 5.0], [3.0, 7.0], [3.0, 7.0], [2.0, 6.0]])   # two pairs of twins
+    distance, spread, nearest = nearest_distances(D, [0, 1, 2, 3], 4)
+    assert spread > distance > 0
+    assert nearest_distances(D, [0, 1, 2, 3], 0)[0] == 0.0
