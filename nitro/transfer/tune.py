@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+import warnings
 from typing import Callable
 
 import numpy as np
@@ -19,9 +20,9 @@ from ..progress import progress_bar
 from ..store import Store
 from ..store.redis_store import same_computation
 from .coverage import choose_variants, sources_of_kind
-from .confidence import estimate_quality
+from .confidence import estimate_quality, nearest_distances
 from .cvdfs import cv_dfs, held_out_results
-from .data import TransferData, stack_times
+from .data import TransferData, concatenate, stack_times
 from .fewshot import pick_inputs
 from .fewshot_trees import TreesRefit, fit_few_shot_trees
 from .fit import export_model, transfer_scores
@@ -272,6 +273,29 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
     return model
 
 
+def _learner_check(est, prep, t: int, cols: list[int]) -> dict:
+    """What can be said of a ``learner=`` model before the target runs anything (it has no
+    quality estimate): whether the target lies outside the sources' device features, and its
+    choices on the training inputs. A learner whose kernel or splits see the target far from
+    every source may choose one variant for every input where the sources' fastest vary:
+    ``warning`` says so."""
+    from ..learn import predict_index
+    data = prep.data
+    distance, spread, nearest = nearest_distances(prep.D[:, cols], prep.sources, t)
+    chosen = predict_index(est, concatenate(data.X[prep.train], data.D[t, cols]))
+    counts = np.bincount(chosen, minlength=len(data.variants))
+    best = np.concatenate([data.labels(s, prep.train) for s in prep.sources])
+    shares = np.bincount(best[best >= 0], minlength=len(data.variants)) / max(1, (best >= 0).sum())
+    warning = None
+    if counts.max() >= 0.99 * len(chosen) and (shares >= 0.05).sum() >= 2:
+        v = data.variants[int(counts.argmax())]
+        warning = (f"the {type(est).__name__} chooses {v} for {counts.max()} of {len(chosen)} training inputs on "
+                   f"{data.devices[t]}, where {int((shares >= 0.05).sum())} variants are each fastest on 5% or more "
+                   "of the sources' inputs: it does not tell inputs apart there; use the default model")
+    return {"outside_sources": bool(distance > spread), "nearest_source": data.devices[nearest],
+            "choices": {v: int(c) for v, c in zip(data.variants, counts)}, "warning": warning}
+
+
 def _new_family_groups(store: Store, sources: list[str], target: str) -> dict[int, str] | None:
     """Source index → architecture family, when the store's device metadata gives every
     device's ``arch`` and the target's is not among the sources' (validate as used: without
@@ -317,7 +341,11 @@ def _fit_learner(store, name, learner, data, prep, t, used, features, provenance
     X, times = stack_times(data, prep.sources, prep.train, cols)
     est = fit_selector(learner, X, times)
     target_values = {f: float(data.D[t, c]) for f, c in zip(used, cols)}
-    provenance.update(device_features=used, target_features=target_values, learner=type(est).__name__)
+    check = _learner_check(est, prep, t, cols)
+    if check["warning"]:
+        warnings.warn(f"{name}: {check['warning']}", stacklevel=3)
+    provenance.update(device_features=used, target_features=target_values, learner=type(est).__name__,
+                      learner_check=check)
     model = SelectorModel.from_estimator(est, list(features), device_features=target_values,
                                          variants=list(data.variants), provenance=provenance)
     store.put_model(name, data.devices[t], model.to_dict())

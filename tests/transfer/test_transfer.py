@@ -190,3 +190,22 @@ def test_a_device_feature_constant_over_the_sources_is_left_out_and_named(store)
     X = m.inputs.to_numpy()
     truth = m.for_device("dev0").idxmin(axis=1).reindex(m.inputs.index)
     assert (np.array(model.predict(X)) == truth.to_numpy()).mean() > 0.85
+
+
+def test_a_learner_that_chooses_one_variant_everywhere_on_the_target_says_so(store):
+    """``learner=`` models have no quality estimate; a target far outside the sources' device
+    features collapses an SVM's kernel to one choice, and that must not be silent."""
+    m = record_planted(store)
+    for d, scale in (("dev0", 1000.0), ("dev1", 1.0)):
+        rec = store.device(d)
+        rec["cache_kb"]["value"] = float(m.devices.loc[d, "cache_kb"]) * scale
+        store.put_device(d, rec)
+    sources = [f"dev{i}" for i in range(1, 7)]
+    with pytest.warns(UserWarning, match="does not tell inputs apart"):
+        far = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=sources, target="dev0",
+                               search_based_dfs=False, learner="svm", save=False, progress=False)
+    check = far.provenance["learner_check"]
+    assert check["outside_sources"] and max(check["choices"].values()) >= 0.99 * sum(check["choices"].values())
+    near = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=sources[1:], target="dev1",
+                            search_based_dfs=False, learner="svm", save=False, progress=False)
+    assert near.provenance["learner_check"]["warning"] is None
