@@ -99,7 +99,8 @@ class KronKRRGrid:
     def __init__(self, X: np.ndarray, Y: np.ndarray, gamma_x: float | None = None,
                  n_components: int | str | None = "auto", max_centres: int | str | None = "auto", seed: int = 0):
         self.X = X
-        self.gamma_x = gamma_x if gamma_x is not None else 1.0 / max(X.shape[1], 1)
+        informative = int((np.ptp(X, axis=0) > 0).sum()) if len(X) else X.shape[1]   # constant columns add no distance
+        self.gamma_x = gamma_x if gamma_x is not None else 1.0 / max(informative, 1)
         bound = resolve_max_centres(max_centres, X.shape[1])
         if n_components == "auto":
             n_components = min(N_COMPONENTS, bound or N_COMPONENTS) if len(X) > EXACT_MAX else None

@@ -110,3 +110,13 @@ def test_pivoted_landmarks_cover_the_spread_not_the_density():
     picked = pivoted_landmarks(X, 4, 0.5)
     assert np.all(np.diff(picked) > 0) and {300, 301, 302} <= set(picked.tolist())   # the far-out points first
     assert len(pivoted_landmarks(np.zeros((10, 2)), 5, 0.5)) == 1                   # one distinct row: one pivot
+
+
+def test_constant_input_columns_do_not_widen_the_input_kernel():
+    """A column constant over the training inputs adds no distance, so it must not count in
+    the kernel's γ = 1 / (informative columns) either."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(0, 1, (40, 3))
+    Y = rng.uniform(0, 1, (40, 2, 2))
+    padded = np.hstack([X, np.zeros((40, 20))])
+    assert KronKRRGrid(padded, Y).gamma_x == KronKRRGrid(X, Y).gamma_x == 1 / 3
