@@ -9,7 +9,7 @@ from . import devices as devices_mod
 from .bundle import Bundle, Transfer
 from .dataset import Measurements
 from .devices import datasheet
-from .learn.kron import device_kernel, source_distances, standardised_devices
+from .learn.kron import device_kernel, source_distances, standardised_devices, varying
 from .store import Store
 from .transfer.coverage import choose_variants
 from .transfer.data import TransferData
@@ -68,7 +68,7 @@ def transfer_block(store: Store, name: str, sources: list[str]) -> Transfer:
         weights.append(prep.grid.weights(h))
     A = D[prep.sources]
     mean, std = A.mean(axis=0), A.std(axis=0)
-    varies = std > 1e-12 * np.maximum(np.abs(mean), 1.0)
+    varies = varying(A)
     spread2 = source_distances(Z, prep.sources, prep.sources[0])[1] if Z is not None else 0.0
     return Transfer(sources=list(sources), device_features=[data.device_features[j] for j in cols],
                     variants=list(data.variants),

@@ -33,6 +33,15 @@ class Measurements:
     devices: pd.DataFrame
     notes: list[str] = field(default_factory=list)   # what reading left out, and why
 
+    def __post_init__(self):
+        values = self.times.to_numpy(dtype=np.float64)
+        bad = np.argwhere(values <= 0)                  # NaN: not measured, +inf: failed
+        if len(bad):
+            (device, input_id), variant = self.times.index[bad[0][0]], self.times.columns[bad[0][1]]
+            raise ValueError(f"{len(bad)} times are zero or negative (first: variant {variant!r} on input "
+                             f"{input_id!r} of device {device!r}: {values[tuple(bad[0])]}); a time is a positive "
+                             "number of seconds, NaN where not measured, inf where the run failed")
+
     @property
     def device_feature_names(self) -> list[str]:
         """The numeric columns of :attr:`devices`: the features learners may use."""
@@ -196,6 +205,11 @@ def text_examples(frame: pd.DataFrame) -> dict[str, str]:
     return {c: cells.iloc[0] for c in frame.columns if len(cells := text_cells(frame[c]))}
 
 
+def not_positive_note(count: int) -> list[str]:
+    """The note on measurements whose ``time_s`` is zero or negative (read as failed runs)."""
+    return [f"{count} measurements have a time_s of zero or less: read as failed runs"] if count else []
+
+
 def load_dataset_dir(directory) -> Measurements:
     """Read a measurement directory (``devices``, ``inputs``, ``measurements`` CSV files)."""
     directory = Path(directory)
@@ -206,6 +220,7 @@ def load_dataset_dir(directory) -> Measurements:
     if not need <= set(meas.columns):
         raise ValueError(f"{directory}/measurements: needs columns {sorted(need)}, has {list(meas.columns)}")
     meas["time_s"] = pd.to_numeric(meas["time_s"], errors="coerce")
+    not_positive = int((meas["time_s"] <= 0).sum())
     meas.loc[~np.isfinite(meas["time_s"]) | (meas["time_s"] <= 0), "time_s"] = np.nan
     meas = meas.dropna(subset=["device", "input", "variant"])   # a row naming nothing is dropped
     for col in ("device", "input", "variant"):
@@ -226,6 +241,7 @@ def load_dataset_dir(directory) -> Measurements:
     empty = empty[:, [values.columns.get_loc(c) for c in kept]]
     bad = empty.any(axis=1)
     notes += dropped_inputs_note(kept, empty.sum(axis=0), int(bad.sum()), len(values))
+    notes += not_positive_note(not_positive)
     inputs = values.loc[~bad, kept]
     times = times[times.index.get_level_values(1).isin(inputs.index)]
     return Measurements(times.sort_index(), inputs.sort_index(), load_devices(directory), notes)

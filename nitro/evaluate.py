@@ -26,7 +26,7 @@ from joblib import Parallel, delayed
 
 from .dataset import Measurements
 from .learn import SELECTORS, SVMSelector, fit_selector
-from .learn.kron import varying_columns
+from .learn.kron import signed_log, varying_columns
 from .metrics import fraction_of_optimum, majority_vote, random_fraction
 from .progress import progress_bar
 from .transfer.analysis import architecture_sensitivity, best_variant_histogram, device_cosine_similarity
@@ -188,7 +188,7 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
             pick["trained_on_target"] = on_device[t][ok]
         if "full_set_svm" in methods:
             feats = [j for j in range(len(data.device_features)) if np.isfinite(data.D[sources + [t], j]).all()]
-            feats = varying_columns(data.D, sources, feats)
+            feats = varying_columns(signed_log(data.D), sources, feats)
             X, y, _ = stack_sources(data, sources, train, feats)
             est = SVMSelector(C_grid=(1.0,), gamma_grid=("scale",), max_fit=FULL_SET_MAX_FIT,
                               max_support_vectors=None).fit(X, y)

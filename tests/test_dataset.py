@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from nitro.dataset import load_dataset_dir
+from nitro.dataset import Measurements, load_dataset_dir
 from nitro.transfer.data import TransferData
 
 
@@ -66,3 +66,12 @@ def test_ids_are_read_as_written(tmp_path):
     data = load_dataset_dir(tmp_path)
     assert data.device_ids == ["007"] and list(data.inputs.index) == ["01", "2.0"]
     assert list(data.devices.index) == ["007"]
+
+
+def test_a_time_of_zero_or_less_is_refused_by_name():
+    """0 would be the fastest variant for some steps and a failure for others: no such time."""
+    idx = pd.MultiIndex.from_product([["dev"], ["in0", "in1"]], names=["device", "input"])
+    times = pd.DataFrame({"a": [1.0, 0.0], "b": [2.0, np.inf]}, index=idx)
+    inputs = pd.DataFrame({"n": [1.0, 2.0]}, index=["in0", "in1"])
+    with pytest.raises(ValueError, match=r"1 times are zero or negative \(first: variant 'a' on input 'in1' of device 'dev'"):
+        Measurements(times, inputs, pd.DataFrame({"cores": [4.0]}, index=["dev"]))

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..dataset import (csv_path, device_feature_names, dropped_inputs_note, input_columns, load_devices,
-                       read_csv_chunks, text_examples)
+                       not_positive_note, read_csv_chunks, text_examples)
 from ..measurement import TrainingRow
 from .redis_store import Store
 
@@ -102,8 +102,9 @@ def import_computation(store: Store, computation: str, directory, variants=None,
     if not directory.is_dir():
         raise FileNotFoundError(f"dataset directory {directory} does not exist")
     with _scratch() as db:
-        found = _spool_measurements(db, directory)
+        found, not_positive = _spool_measurements(db, directory)
         columns, notes = _spool_inputs(db, directory)
+        notes += not_positive_note(not_positive)
         devices = load_devices(directory)
         variants = list(variants) if variants else found
         features = list(features) if features else list(columns)
@@ -134,23 +135,25 @@ def import_computation(store: Store, computation: str, directory, variants=None,
     return {"devices": len(measured), "rows": written, "notes": notes}
 
 
-def _spool_measurements(db: sqlite3.Connection, directory: Path) -> list[str]:
+def _spool_measurements(db: sqlite3.Connection, directory: Path) -> tuple[list[str], int]:
     """``measurements.csv`` into table ``meas`` (device, input, variant, time: NULL where not a
-    finite, positive number); the variants with a time, sorted."""
+    finite, positive number); the variants with a time, sorted, and how many times were zero
+    or negative."""
     db.execute("CREATE TABLE meas (device TEXT, input TEXT, variant TEXT, time REAL)")
-    need, found = {"device", "input", "variant", "time_s"}, set()
+    need, found, not_positive = {"device", "input", "variant", "time_s"}, set(), 0
     for chunk in read_csv_chunks(directory, "measurements", CHUNK):
         if not need <= set(chunk.columns):
             raise ValueError(f"{directory}/measurements: needs columns {sorted(need)}, has {list(chunk.columns)}")
         chunk = chunk.dropna(subset=["device", "input", "variant"])   # a row naming nothing is dropped
         time = pd.to_numeric(chunk["time_s"], errors="coerce").astype(float)
+        not_positive += int((time <= 0).sum())
         time = time.where(np.isfinite(time) & (time > 0))              # NaN: stored as NULL
         found.update(chunk["variant"][time.notna()].unique().tolist())
         with db:
             db.executemany("INSERT INTO meas VALUES (?, ?, ?, ?)",
                            zip(*(chunk[c].tolist() for c in ("device", "input", "variant")), time.tolist()))
     db.execute("CREATE INDEX meas_by_device ON meas (device, input)")
-    return sorted(found)
+    return sorted(found), not_positive
 
 
 def _spool_inputs(db: sqlite3.Connection, directory: Path) -> tuple[dict[str, str], list[str]]:

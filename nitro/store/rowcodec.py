@@ -68,7 +68,7 @@ _encode = msgspec.json.Encoder(enc_hook=_number).encode
 
 def encode_rows(rows: list[TrainingRow]) -> list[bytes]:
     """The JSON each of ``rows`` is stored as; a :class:`ValueError` names the first row that
-    could not be read back (no input id, a value that is no finite number, a negative time)."""
+    could not be read back (no input id, a value that is no finite number, a time not positive)."""
     if not _storable(rows):
         for row in rows:
             if problem := _problem(row):
@@ -99,12 +99,14 @@ def _storable(rows: list[TrainingRow]) -> bool:
     try:
         ids_ok = all(map(str.__len__, [r.input_id for r in rows]))
         features = math.fsum(chain([r.features.values() for r in rows]))
-        times = list(filter(None, chain([r.times.values() for r in rows])))   # drops None and 0.0
+        every = list(chain([r.times.values() for r in rows]))
+        times = list(filter(None, every))                     # drops None and 0 (no time is 0)
         total = math.fsum(times)
         reasons_ok = all(map(str.__len__, chain([r.failed.values() for r in rows])))
     except (TypeError, OverflowError, ValueError):   # no number; overflow; inf - inf
         return False
-    return ids_ok and reasons_ok and features - features == 0 and total - total == 0 and min(times, default=0) >= 0
+    return (ids_ok and reasons_ok and features - features == 0 and total - total == 0
+            and len(times) == len(every) - every.count(None) and min(times, default=1) > 0)
 
 
 def _problem(row: TrainingRow) -> str | None:
@@ -118,10 +120,11 @@ def _problem(row: TrainingRow) -> str | None:
         except OverflowError:   # an integer beyond any double
             return False
     bad = [f"feature {k!r}" for k, v in row.features.items() if not finite(v)] + \
-          [f"time of {k!r}" for k, v in row.times.items() if v is not None and not (finite(v) and v >= 0)]
+          [f"time of {k!r}" for k, v in row.times.items() if v is not None and not (finite(v) and v > 0)]
     if bad:
         return (f"training row {row.input_id!r} holds a value that is not a finite number "
-                f"(times: not negative): {', '.join(bad)}")
+                f"(times: a positive number of seconds; a failed run is None with its reason in failed): "
+                f"{', '.join(bad)}")
     if not all(isinstance(r, str) for r in row.failed.values()):
         return f"training row {row.input_id!r}: failure reasons must be strings, got {row.failed!r}"
     return None

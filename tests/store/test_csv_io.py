@@ -110,7 +110,8 @@ def test_streamed_import_reads_what_load_dataset_dir_reads(store, tmp_path, monk
     assert ref.notes == ["input column 'note' holds text ('x'): not an input feature",
                          "input column 'group' holds text ('g'): not an input feature",
                          "input column 'sparse' is empty or not finite on 9 of 12 inputs: left out",
-                         "1 of 12 inputs left out: an empty or non-finite input feature (N: 1)"]
+                         "1 of 12 inputs left out: an empty or non-finite input feature (N: 1)",
+                         "2 measurements have a time_s of zero or less: read as failed runs"]
     assert store.meta("t") == {"variants": ["a", "b"], "features": ["N", "S"]} == \
         {"variants": ref.variants, "features": list(ref.inputs.columns)}
     assert store.devices("t") == ["007", "d2"] == ref.device_ids

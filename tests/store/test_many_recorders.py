@@ -18,7 +18,7 @@ PERSISTENT = ["--appendonly", "yes", "--appendfsync", "always"]
 def row(w: int, i: int) -> TrainingRow:
     """Every field carries the recorder and the input: a torn row would mix them."""
     return TrainingRow(f"w{w}-i{i}", {"W": float(w), "I": float(i)},
-                       {"a": w + i * 1e-6, "b": 1.0 + w}, {"c": f"w{w}-i{i}"})
+                       {"a": 1.0 + w + i * 1e-6, "b": 1.0 + w}, {"c": f"w{w}-i{i}"})
 
 
 def connect(url: str, deadline: float) -> Store:

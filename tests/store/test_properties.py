@@ -28,7 +28,7 @@ names = st.text(min_size=1, max_size=12)
 finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
 valid_rows = st.builds(
     TrainingRow, names, st.dictionaries(st.sampled_from(["N", "S"]), finite, min_size=2),
-    st.dictionaries(st.sampled_from(["a", "b"]), st.none() | st.floats(0, 1e6), min_size=2),
+    st.dictionaries(st.sampled_from(["a", "b"]), st.none() | st.floats(0, 1e6, exclude_min=True), min_size=2),
     st.dictionaries(st.sampled_from(["a", "b"]), st.text(max_size=10), max_size=1))
 
 

@@ -105,3 +105,10 @@ def test_embedded_store_persists_across_connections(tmp_path, monkeypatch):
     again = Store()
     assert [r.input_id for r in again.rows("hist", "dev1")] == ["in1"]
     assert (tmp_path / "nitro.rdb").exists()
+
+
+def test_a_time_of_zero_is_refused_with_the_way_to_record_a_failure(store):
+    store.declare("zero", ["a", "b"], ["n"])
+    with pytest.raises(ValueError, match=r"positive number of seconds.*time of 'a'"):
+        store.put_rows("zero", "dev", [TrainingRow("in0", {"n": 1.0}, {"a": 0.0, "b": 1.0})])
+    assert store.rows("zero", "dev") == []
