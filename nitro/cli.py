@@ -218,6 +218,7 @@ def cmd_tune_from_source(args):
     lines += [f"left out variant {v}: {why}" for v, why in p["variants_left_out"].items()]
     lines += [f"left out source {s}: {why}" for s, why in p["sources_left_out"].items()]
     lines += [f"left out device feature {f}: {why}" for f, why in p.get("device_features_left_out", {}).items()]
+    lines += [f"note: {n}" for n in p.get("notes", [])]
     c = p.get("confidence")
     if "few_shot" in p:
         z = p["zero_shot_confidence"]

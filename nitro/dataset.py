@@ -205,6 +205,22 @@ def text_examples(frame: pd.DataFrame) -> dict[str, str]:
     return {c: cells.iloc[0] for c in frame.columns if len(cells := text_cells(frame[c]))}
 
 
+def small_unit_notes(X: np.ndarray, names: list[str]) -> list[str]:
+    """Notes on input-feature columns most of whose values lie below 1 in magnitude while
+    spanning two decades or more: the models compress features by ``sign(x)·log1p(|x|)``,
+    nearly linear below 1, so such a column (a count in millions, a density) is barely
+    compressed; in smaller units (× 1e6) it would be."""
+    notes = []
+    for j, name in enumerate(names):
+        a = np.abs(X[:, j][np.isfinite(X[:, j]) & (X[:, j] != 0)])
+        low, high = np.percentile(a, [5, 95]) if len(a) >= 10 else (1.0, 1.0)
+        if np.median(a) < 1 and high > 100 * low:
+            notes.append(f"input feature {name}: most values below 1 across {np.log10(high / low):.0f} decades; "
+                         "features are compressed by sign·log1p(|x|), nearly linear below 1: give it in smaller "
+                         "units (× 1e6) so that typical values are 1 or more")
+    return notes
+
+
 def not_positive_note(count: int) -> list[str]:
     """The note on measurements whose ``time_s`` is zero or negative (read as failed runs)."""
     return [f"{count} measurements have a time_s of zero or less: read as failed runs"] if count else []

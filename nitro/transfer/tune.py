@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from .. import devices as devices_mod
-from ..dataset import Measurements
+from ..dataset import Measurements, small_unit_notes
 from ..learn.kron import varying_columns
 from ..measurement import TrainingRow
 from ..search import budget_count
@@ -104,6 +104,9 @@ def _load(store: Store, name: str, variants, features, sources, target, target_f
     provenance = {"method": "tune_from_source", "target": target, "sources": sources,
                   "sources_left_out": sources_left_out, "variants": choice.variants,
                   "variants_left_out": choice.left_out, "n_training_rows": int(len(train) * len(sources))}
+    notes = small_unit_notes(data.X[train], list(data.input_features))
+    if notes:
+        provenance["notes"] = notes
     return data, t, provenance
 
 
