@@ -108,9 +108,11 @@ class Measurements:
                 feats.setdefault(r.input_id, [r.features.get(f, np.nan) for f in features])
         times = pd.DataFrame.from_records(records, columns=["device", "input", *variants])
         times = times.set_index(["device", "input"]).astype(float).sort_index()
+        not_positive = int((times <= 0).to_numpy().sum())   # rows stored before times had to be positive
+        times = times.mask(times <= 0)
         inputs = pd.DataFrame.from_dict(feats, orient="index", columns=features).sort_index()
         inputs.index.name = "input"
-        return cls(times, inputs, devices if devices is not None else pd.DataFrame())
+        return cls(times, inputs, devices if devices is not None else pd.DataFrame(), not_positive_note(not_positive, "stored time"))
 
 
 IDS = {"device": str, "input": str, "variant": str}   # ids read as written: "007" stays "007", never 7.0
@@ -221,9 +223,9 @@ def small_unit_notes(X: np.ndarray, names: list[str]) -> list[str]:
     return notes
 
 
-def not_positive_note(count: int) -> list[str]:
-    """The note on measurements whose ``time_s`` is zero or negative (read as failed runs)."""
-    return [f"{count} measurements have a time_s of zero or less: read as failed runs"] if count else []
+def not_positive_note(count: int, what: str = "time_s") -> list[str]:
+    """The note on measurements whose time is zero or negative (read as failed runs)."""
+    return [f"{count} measurements have a {what} of zero or less: read as failed runs"] if count else []
 
 
 def load_dataset_dir(directory) -> Measurements:

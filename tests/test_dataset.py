@@ -85,3 +85,12 @@ def test_a_heavy_tailed_feature_below_one_is_noted_with_the_way_out():
     notes = small_unit_notes(X, ["rows", "mrows", "share"])
     assert len(notes) == 1 and notes[0].startswith("input feature mrows: most values below 1 across")
     assert "smaller units" in notes[0]
+
+
+def test_rows_stored_with_a_time_of_zero_are_read_as_failed_runs_not_refused():
+    """Before times had to be positive a store could hold a 0: it is read, not lost."""
+    from nitro.measurement import TrainingRow
+    rows = {"dev": [TrainingRow("i", {"n": 1.0}, {"a": 0.0, "b": 1.0}), TrainingRow("j", {"n": 2.0}, {"a": 2.0, "b": 1.0})]}
+    m = Measurements.from_rows(rows, ["a", "b"], ["n"])
+    assert np.isnan(m.times.loc[("dev", "i"), "a"]) and m.times.loc[("dev", "j"), "a"] == 2.0
+    assert m.notes == ["1 measurements have a stored time of zero or less: read as failed runs"]
