@@ -230,7 +230,8 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
         raise ValueError(f"{name}: no device feature is known on every source and on {target!r}")
     varies = [data.device_features[j] for j in varying_columns(prep.D, prep.sources, prep.features)]
     if varies and len(varies) < len(candidates):    # the sources cannot show such a feature's effect
-        provenance["device_features_left_out"] = {f: "constant over the sources" for f in candidates if f not in varies}
+        provenance["device_features_left_out"] = {f: "constant (within about 1%) over the sources"
+                                              for f in candidates if f not in varies}
         candidates = varies
     pdfs, sdfs = profiling_based_dfs, search_based_dfs
     if pdfs:
