@@ -212,7 +212,7 @@ def varying(A: np.ndarray) -> np.ndarray:
     over those devices by more than ``MIN_SPREAD`` (standard deviation): a constant feature
     cannot show its effect on them, and a nearly constant one, standardised, would put any
     device that differs from them tens of units away (sources at 48, 48, 48, 48 and 49 KB of
-    shared memory put a 64 KB target 36 standard deviations out)."""
+    shared memory put a 64 KB target 34 standard deviations out)."""
     return A.std(axis=0) > MIN_SPREAD
 
 
