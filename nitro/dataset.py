@@ -112,7 +112,8 @@ class Measurements:
         times = times.mask(times <= 0)
         inputs = pd.DataFrame.from_dict(feats, orient="index", columns=features).sort_index()
         inputs.index.name = "input"
-        return cls(times, inputs, devices if devices is not None else pd.DataFrame(), not_positive_note(not_positive, "stored time"))
+        return cls(times, inputs, devices if devices is not None else pd.DataFrame(),
+                   not_positive_note(not_positive, "stored time"))
 
 
 IDS = {"device": str, "input": str, "variant": str}   # ids read as written: "007" stays "007", never 7.0
@@ -223,6 +224,13 @@ def small_unit_notes(X: np.ndarray, names: list[str]) -> list[str]:
     return notes
 
 
+def run_times(values) -> tuple[pd.Series, int]:
+    """A ``time_s`` column as seconds, NaN where it holds no finite positive number (a failed or
+    missing run), and how many of its times were zero or negative (:func:`not_positive_note`)."""
+    time = pd.to_numeric(values, errors="coerce").astype(float)
+    return time.where(np.isfinite(time) & (time > 0)), int((time <= 0).sum())
+
+
 def not_positive_note(count: int, what: str = "time_s") -> list[str]:
     """The note on measurements whose time is zero or negative (read as failed runs)."""
     return [f"{count} measurements have a {what} of zero or less: read as failed runs"] if count else []
@@ -237,9 +245,7 @@ def load_dataset_dir(directory) -> Measurements:
     need = {"device", "input", "variant", "time_s"}
     if not need <= set(meas.columns):
         raise ValueError(f"{directory}/measurements: needs columns {sorted(need)}, has {list(meas.columns)}")
-    meas["time_s"] = pd.to_numeric(meas["time_s"], errors="coerce")
-    not_positive = int((meas["time_s"] <= 0).sum())
-    meas.loc[~np.isfinite(meas["time_s"]) | (meas["time_s"] <= 0), "time_s"] = np.nan
+    meas["time_s"], not_positive = run_times(meas["time_s"])
     meas = meas.dropna(subset=["device", "input", "variant"])   # a row naming nothing is dropped
     for col in ("device", "input", "variant"):
         meas[col] = meas[col].astype(str)

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..dataset import (csv_path, device_feature_names, dropped_inputs_note, input_columns, load_devices,
-                       not_positive_note, read_csv_chunks, text_examples)
+                       not_positive_note, read_csv_chunks, run_times, text_examples)
 from ..measurement import TrainingRow
 from .redis_store import Store
 
@@ -145,9 +145,8 @@ def _spool_measurements(db: sqlite3.Connection, directory: Path) -> tuple[list[s
         if not need <= set(chunk.columns):
             raise ValueError(f"{directory}/measurements: needs columns {sorted(need)}, has {list(chunk.columns)}")
         chunk = chunk.dropna(subset=["device", "input", "variant"])   # a row naming nothing is dropped
-        time = pd.to_numeric(chunk["time_s"], errors="coerce").astype(float)
-        not_positive += int((time <= 0).sum())
-        time = time.where(np.isfinite(time) & (time > 0))              # NaN: stored as NULL
+        time, bad = run_times(chunk["time_s"])                          # NaN: stored as NULL
+        not_positive += bad
         found.update(chunk["variant"][time.notna()].unique().tolist())
         with db:
             db.executemany("INSERT INTO meas VALUES (?, ?, ?, ?)",
