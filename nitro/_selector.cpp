@@ -165,17 +165,23 @@ class Svc final : public Model {
 // signed log, standardise, RBF against the centres, linear read-out, argmax.
 class Kernel final : public Model {
  public:
-  Kernel(Vec mean, Vec scale, double gamma, const Vec& centers, const Vec& weights, Vec offset)
+  Kernel(Vec mean, Vec scale, double gamma, const Vec& centers, const Vec& weights, Vec offset, const Vec& unit)
       : mean_(std::move(mean)), scale_(std::move(scale)), b_(std::move(offset)) {
     n_inputs = mean_.size();
     const std::size_t k = b_.size();
     const std::size_t n_c = n_inputs ? centers.size() / n_inputs : 0;
-    if (scale_.size() != n_inputs || centers.size() != n_c * n_inputs || weights.size() != n_c * k || k == 0)
+    if (scale_.size() != n_inputs || centers.size() != n_c * n_inputs || weights.size() != n_c * k || k == 0 ||
+        unit.size() != n_inputs)
       throw std::invalid_argument("Kernel: inconsistent parameter shapes");
     if (!(gamma >= 0)) throw std::invalid_argument("Kernel: gamma must be >= 0");
     c_t_ = transposed(centers, n_c, n_inputs);
     w_t_ = transposed(weights, n_c, k);
-    m_ = {n_inputs, n_c, k, mean_.data(), scale_.data(), gamma, c_t_.data(), w_t_.data(), b_.data()};
+    bool units = false;                       // every unit 1: no scaling on the dispatch path
+    for (double u : unit) units = units || u != 1.0;
+    if (units)
+      for (double u : unit) inv_unit_.push_back(1.0 / u);
+    m_ = {n_inputs, n_c, k, mean_.data(), scale_.data(), gamma, c_t_.data(), w_t_.data(), b_.data(),
+          units ? inv_unit_.data() : nullptr};
     n_scores = k;
   }
 
@@ -189,7 +195,7 @@ class Kernel final : public Model {
   }
 
  private:
-  Vec mean_, scale_, b_, c_t_, w_t_;
+  Vec mean_, scale_, b_, c_t_, w_t_, inv_unit_;
   nitro_eval::KernelModel m_{};
 };
 
@@ -337,8 +343,9 @@ PYBIND11_MODULE(_selector, m) {
            py::arg("gamma"), py::arg("support_vectors"), py::arg("n_support"), py::arg("dual_coef"),
            py::arg("intercept"));
   py::class_<Kernel, Model>(m, "Kernel")
-      .def(py::init<Vec, Vec, double, const Vec&, const Vec&, Vec>(), py::arg("mean"),
-           py::arg("scale"), py::arg("gamma"), py::arg("centers"), py::arg("weights"), py::arg("offset"));
+      .def(py::init<Vec, Vec, double, const Vec&, const Vec&, Vec, const Vec&>(), py::arg("mean"),
+           py::arg("scale"), py::arg("gamma"), py::arg("centers"), py::arg("weights"), py::arg("offset"),
+           py::arg("unit"));
   py::class_<Tree, Model>(m, "Tree").def(
       py::init<std::size_t, Vec, IVec, IVec, IVec, Vec, Vec, bool>(),
       py::arg("n_inputs"), py::arg("device"), py::arg("children_left"), py::arg("children_right"), py::arg("feature"),

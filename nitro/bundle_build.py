@@ -72,7 +72,7 @@ def transfer_block(store: Store, name: str, sources: list[str]) -> Transfer:
     spread2 = source_distances(Z, prep.sources, prep.sources[0])[1] if Z is not None else 0.0
     return Transfer(sources=list(sources), device_features=[data.device_features[j] for j in cols],
                     variants=list(data.variants),
-                    input={"signed_log": True, "mean": prep.x_mean.tolist(), "scale": prep.x_scale.tolist(),
+                    input={**prep.input_params(),
                            "gamma": float(prep.grid.gamma_x), "centers": prep.grid.centers},
                     weights=np.asarray(weights), offset=mu.tolist(), dev_mean=mean[varies], dev_std=std[varies],
                     varies=varies, spread2=float(spread2))

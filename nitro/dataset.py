@@ -210,18 +210,14 @@ def text_examples(frame: pd.DataFrame) -> dict[str, str]:
 
 def small_unit_notes(X: np.ndarray, names: list[str]) -> list[str]:
     """Notes on input-feature columns most of whose values lie below 1 in magnitude while
-    spanning two decades or more: the models compress features by ``sign(x)·log1p(|x|)``,
-    nearly linear below 1, so such a column (a count in millions, a density) is barely
-    compressed; in smaller units (× 1e6) it would be."""
-    notes = []
-    for j, name in enumerate(names):
-        a = np.abs(X[:, j][np.isfinite(X[:, j]) & (X[:, j] != 0)])
-        low, high = np.percentile(a, [5, 95]) if len(a) >= 10 else (1.0, 1.0)
-        if np.median(a) < 1 and high > 100 * low:
-            notes.append(f"input feature {name}: most values below 1 across {np.log10(high / low):.0f} decades; "
-                         "features are compressed by sign·log1p(|x|), nearly linear below 1: give it in smaller "
-                         "units (× 1e6) so that typical values are 1 or more")
-    return notes
+    spanning two decades or more (a count in millions, a density): ``sign(x)·log1p(|x|)`` is
+    nearly linear below 1, so the cross-device models take such a column in a unit of its own
+    (:func:`nitro.learn.kron.input_units`); the on-device learners of ``tune()`` do not."""
+    from .learn.kron import input_units
+    return [f"input feature {name}: most values below 1 across decades; the cross-device models take it in "
+            f"units of {u:.3g} before their log, the on-device ones (tune()) do not: give it in smaller units "
+            "so that typical values are 1 or more"
+            for name, u in zip(names, input_units(X)) if u != 1.0]
 
 
 def run_times(values) -> tuple[pd.Series, int]:

@@ -65,11 +65,13 @@ def _model_body(model: SelectorModel) -> tuple[list[str], str, int]:
         C = np.asarray(p["centers"], dtype=np.float64)
         W = np.asarray(p["weights"], dtype=np.float64)
         n_c, k = C.shape[0], W.shape[1]
+        units = "unit" in p and any(u != 1.0 for u in p["unit"])
         arrays = [_array("mean", "double", p["mean"]), _array("scale", "double", p["scale"]),
                   _array("centers_t", "double", C.T), _array("weights_t", "double", W.T),
                   _array("offset", "double", p["offset"]),
+                  *([_array("inv_unit", "double", 1.0 / np.asarray(p["unit"], dtype=np.float64))] if units else []),
                   f"inline constexpr nitro_eval::KernelModel model = {{{d}, {n_c}, {k}, mean, scale, "
-                  f"{_literal(p['gamma'], 'double')}, centers_t, weights_t, offset}};"]
+                  f"{_literal(p['gamma'], 'double')}, centers_t, weights_t, offset{', inv_unit' if units else ''}}};"]
         return arrays, "nitro_eval::kernel_predict(model, x, work)", d + n_c + k
     if kind == "svc":
         sv = np.asarray(p["support_vectors"], dtype=np.float64)

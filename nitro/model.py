@@ -134,6 +134,7 @@ class SelectorModel:
             elif self.kind == "kernel":
                 C = np.asarray(p["centers"], dtype=np.float64)
                 self._cache = {"mean": np.asarray(p["mean"]), "scale": np.asarray(p["scale"]),
+                               "inv_unit": 1.0 / np.asarray(p.get("unit", np.ones(C.shape[1])), dtype=np.float64),
                                "centers": C, "c_sq": (C * C).sum(axis=1),
                                "W": np.asarray(p["weights"]), "b": np.asarray(p["offset"])}
             else:
@@ -182,6 +183,7 @@ class SelectorModel:
             return _scores_extra(self.kind, self._cache, X, k)
         a = self._arrays()
         if self.kind == "kernel":
+            X = X * a["inv_unit"]                  # each feature in its unit (kron.input_units)
             Z = (np.sign(X) * np.log1p(np.abs(X)) - a["mean"]) / a["scale"]
             d2 = (Z * Z).sum(axis=1)[:, None] + a["c_sq"][None, :] - 2.0 * (Z @ a["centers"].T)
             return np.exp(-self.params["gamma"] * np.maximum(d2, 0.0)) @ a["W"] + a["b"]
@@ -322,7 +324,8 @@ def _compile(kind: str, a: dict, d: int, dev: list[float]):
     if kind == "constant":
         return _selector.Constant(d, a["label"])
     if kind == "kernel":
-        return _selector.Kernel(a["mean"], a["scale"], a["gamma"], a["centers"], a["weights"], a["offset"])
+        return _selector.Kernel(a["mean"], a["scale"], a["gamma"], a["centers"], a["weights"], a["offset"],
+                                a["unit"])
     if kind == "svc":
         return _selector.Svc(d, dev, a["log_mask"], a["mean"], a["scale"], a["gamma"], a["sv"], a["n_support"],
                              a["dual_coef"], a["intercept"])

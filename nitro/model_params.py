@@ -94,8 +94,11 @@ def flat_params(kind: str, p: dict, d_in: int, d_dev: int, k: int) -> dict:
         gamma = float(p["gamma"])
         if not finite(centers[0], weights[0], offset, mean, scale, [gamma]):
             raise ValueError("kernel model parameters are not all finite")
+        unit = vector(p["unit"], d_in) if "unit" in p else [1.0] * d_in
+        if unit is None or not all(math.isfinite(u) and u > 0 for u in unit):
+            raise ValueError(f"kernel model units must be {d_in} positive finite numbers")
         return {"mean": mean, "scale": scale, "gamma": gamma, "centers": centers[0], "weights": weights[0],
-                "offset": offset}
+                "offset": offset, "unit": unit}
     if kind == "svc":
         n_support = ints(p["n_support"], k)
         sv = matrix(p["support_vectors"], d)

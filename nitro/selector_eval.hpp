@@ -242,7 +242,8 @@ inline void with_device(const double* in, std::size_t n_inputs, const double* de
 }
 
 // ---- kernel: regression of each variant's fraction of the optimum (nitro.learn.kron) --------
-// z = (sign(x)·log1p|x| − mean) / scale; score[v] = offset[v] + Σ_c exp(−γ|z − c|²)·W[c][v].
+// z = (sign(x')·log1p|x'| − mean) / scale with x' = x·inv_unit (x where inv_unit is null);
+// score[v] = offset[v] + Σ_c exp(−γ|z − c|²)·W[c][v].
 struct KernelModel {
   std::size_t n_inputs, n_centers, n_variants;
   const double* mean;       // n_inputs
@@ -251,6 +252,7 @@ struct KernelModel {
   const double* centers_t;  // n_inputs rows of n_centers (feature-major)
   const double* weights_t;  // n_variants rows of n_centers (variant-major)
   const double* offset;     // n_variants
+  const double* inv_unit = nullptr;  // n_inputs (1 / each feature's unit), or null: every unit 1
 };
 
 inline std::size_t kernel_work_size(const KernelModel& m) { return m.n_inputs + m.n_centers; }
@@ -259,7 +261,12 @@ NITRO_EVAL_CLONES inline void kernel_scores(const KernelModel& m, const double* 
   const std::size_t nc = m.n_centers;
   double* z = work;
   double* kv = work + m.n_inputs;
-  standardise(in, nullptr, true, m.mean, m.scale, m.n_inputs, z);
+  if (m.inv_unit != nullptr) {              // in units, then standardised in place
+    for (std::size_t j = 0; j < m.n_inputs; ++j) z[j] = in[j] * m.inv_unit[j];
+    standardise(z, nullptr, true, m.mean, m.scale, m.n_inputs, z);
+  } else {
+    standardise(in, nullptr, true, m.mean, m.scale, m.n_inputs, z);
+  }
   squared_distances(z, m.n_inputs, m.centers_t, nc, kv);
   exp_scaled(-m.gamma, kv, nc);
   for (std::size_t v = 0; v < m.n_variants; ++v) score[v] = m.offset[v] + dot(kv, m.weights_t + v * nc, nc);

@@ -66,7 +66,8 @@ def kernel_model(rng):
     n = 330          # not a multiple of 8 or 16: the distance, exp and dot loops have tails
     return SelectorModel(variants=VARIANTS[::-1], input_features=FEATURES, kind="kernel", params={
         "mean": [8.0, 0.0, 0.4], "scale": [2.5, 0.6, 0.2], "gamma": 0.5, "centers": rng.normal(size=(n, 3)).tolist(),
-        "weights": rng.normal(size=(n, 4)).tolist(), "offset": [0.0, 0.1, -0.1, 0.05]})
+        "weights": rng.normal(size=(n, 4)).tolist(), "offset": [0.0, 0.1, -0.1, 0.05],
+        "unit": [1.0, 1e-3, 1.0]})                 # one feature in a unit of its own (kron.input_units)
 
 
 @pytest.fixture(scope="module")

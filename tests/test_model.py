@@ -94,3 +94,23 @@ def test_compiled_evaluator_refuses_what_is_not_a_feature_vector(values):
     X = rng.random((60, 3))
     est = SVMSelector().fit(X, np.where(X[:, 0] > 0.5, "x", "y"))
     assert SelectorModel.from_estimator(est, ["a", "b", "c"]).compiled().predict_one(values) == -1
+
+
+def test_a_kernel_model_with_units_scales_its_features_before_the_log_compiled_as_in_numpy():
+    """A feature in millions taken in a unit of its own: the compiled evaluator and NumPy agree,
+    and the model is the same function of the feature in counts with unit 1."""
+    rng = np.random.default_rng(5)
+    params = {"mean": [1.0, -0.5], "scale": [2.0, 0.7], "gamma": 0.3, "centers": rng.normal(size=(40, 2)).tolist(),
+              "weights": rng.normal(size=(40, 3)).tolist(), "offset": [0.1, 0.0, -0.1]}
+    in_units = SelectorModel.from_dict(SelectorModel(variants=["u", "v", "w"], input_features=["a", "b"], kind="kernel",
+                                                     params={**params, "unit": [1e-6, 1.0]}).to_dict())
+    plain = SelectorModel(variants=["u", "v", "w"], input_features=["a", "b"], kind="kernel", params=params)
+    T = np.abs(rng.normal(size=(500, 2))) * [100, 3]
+    millions = T * [1e-6, 1.0]
+    assert list(in_units.compiled().predict_batch(millions)) == list(in_units.predict_index(millions))
+    scores = np.array([in_units.compiled().scores_one(list(row)) for row in millions[:100]])
+    assert np.allclose(scores, in_units.scores(millions[:100]), rtol=1e-12, atol=1e-12)
+    assert np.allclose(in_units.scores(millions), plain.scores(T), rtol=1e-9, atol=1e-12)
+    with pytest.raises(ValueError, match="units must be 2 positive finite numbers"):
+        SelectorModel(variants=["u", "v", "w"], input_features=["a", "b"], kind="kernel",
+                      params={**params, "unit": [0.0, 1.0]})._validate()

@@ -90,7 +90,7 @@ def refine_model(base: SelectorModel, feature_rows, times) -> SelectorModel:
     X, T, ran = X[keep][-MAX_ROWS:], T[keep][-MAX_ROWS:], ran[keep][-MAX_ROWS:]
     p = base.params
     mean, scale, gamma = np.asarray(p["mean"]), np.asarray(p["scale"]), float(p["gamma"])
-    Xc = (signed_log(X) - mean) / scale
+    Xc = (signed_log(X * (1.0 / np.asarray(p.get("unit", np.ones(X.shape[1]))))) - mean) / scale
     residual = np.where(ran, fraction_targets(np.where(ran, T, np.inf)) - base.scores(X), 0.0)
     alpha, lam = residual_fit(Xc, residual, gamma)
     centers, weights = within_budget(np.vstack([np.asarray(p["centers"]), Xc]),

@@ -35,7 +35,7 @@ def export_model(prep: Prepared, beta: np.ndarray, mu: np.ndarray, input_feature
     centers = prep.grid.centers if centers is None else centers
     return SelectorModel(
         variants=list(data.variants), input_features=list(input_features), kind="kernel",
-        params={"signed_log": True, "mean": prep.x_mean.tolist(), "scale": prep.x_scale.tolist(),
+        params={**prep.input_params(),
                 "gamma": float(prep.grid.gamma_x), "centers": centers.tolist(),
                 "weights": beta.tolist(), "offset": mu.tolist()},
         provenance=provenance)

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..learn.kron import KronKRRGrid, fraction_targets, signed_log
+from ..learn.kron import KronKRRGrid, fraction_targets, input_units, signed_log
 from .data import TransferData
 
 
@@ -33,6 +33,7 @@ class Prepared:
     X: np.ndarray                 # transformed, standardised input features of ALL inputs
     x_mean: np.ndarray
     x_scale: np.ndarray
+    x_unit: np.ndarray            # each input feature's unit before the signed log (kron.input_units)
     D: np.ndarray                 # signed-log device features (all devices, all columns)
     grid: KronKRRGrid
 
@@ -43,12 +44,20 @@ class Prepared:
         ``n_components``: the input kernel's basis, ``max_centres``: the bound on the exported
         expansion (:class:`~nitro.learn.kron.KronKRRGrid`)."""
         sources, train, features = shared_rows(data, sources, train, extra_devices)
-        Xl = signed_log(data.X)
+        unit = input_units(data.X[train])
+        Xl = signed_log(data.X * (1.0 / unit))
         mean = Xl[train].mean(axis=0)
         scale = Xl[train].std(axis=0)
         scale = np.where(scale > 0, scale, 1.0)
         X = (Xl - mean) / scale
         Y = np.zeros((len(train), len(data.devices), len(data.variants)))
         Y[:, sources] = fraction_targets(data.times[sources][:, train]).transpose(1, 0, 2)
-        return cls(data, sources, train, features, X, mean, scale, signed_log(np.nan_to_num(data.D)),
+        return cls(data, sources, train, features, X, mean, scale, unit, signed_log(np.nan_to_num(data.D)),
                    KronKRRGrid(X[train], Y, n_components=n_components, max_centres=max_centres))
+
+    def input_params(self) -> dict:
+        """How an exported kernel model transforms its raw input features, as this did:
+        ``signed_log``, ``mean``, ``scale`` and, where a feature is not taken in units of 1,
+        ``unit`` (:func:`nitro.learn.kron.input_units`)."""
+        unit = {"unit": self.x_unit.tolist()} if (self.x_unit != 1.0).any() else {}
+        return {"signed_log": True, "mean": self.x_mean.tolist(), "scale": self.x_scale.tolist(), **unit}
