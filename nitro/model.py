@@ -208,6 +208,10 @@ class SelectorModel:
         return [self.variants[i] for i in self.predict_index(X)]
 
 
+# "kernel" (nitro.transfer.fit, the Kronecker learner's export): z = (sign(x')·log1p|x'| − mean)
+# / scale with x' = x / unit (``unit`` optional, every unit 1 without it: nitro.learn.kron.input_units);
+# scores = exp(−gamma·|z − centers|²) @ weights + offset, the predicted fractions of the optimum.
+
 # -- kinds of the time learners (nitro.learn.regression, costmin, tree, threshold) -------------
 # Every kind sees the row x = [input features ∘ device features] (device features are the
 # model's constants) and chooses an index into ``variants``.
