@@ -161,6 +161,14 @@ class SelectorModel:
                 }
         return self._cache
 
+    def kernel_inputs(self, X):
+        """A ``kernel`` model's view of raw input features ``X`` (n, d_in): each feature in its
+        unit, signed log, standardised; the space its centres live in."""
+        import numpy as np
+        a = self._arrays()
+        X = np.atleast_2d(np.asarray(X, dtype=np.float64)) * a["inv_unit"]
+        return (np.sign(X) * np.log1p(np.abs(X)) - a["mean"]) / a["scale"]
+
     def scores(self, X):
         """Scores (n, len(variants)) of each row of input features ``X`` (n, d_in) whose row-wise
         argmax is the model's choice (ties to the lower index). What a score means depends on the
@@ -183,8 +191,7 @@ class SelectorModel:
             return _scores_extra(self.kind, self._cache, X, k)
         a = self._arrays()
         if self.kind == "kernel":
-            X = X * a["inv_unit"]                  # each feature in its unit (kron.input_units)
-            Z = (np.sign(X) * np.log1p(np.abs(X)) - a["mean"]) / a["scale"]
+            Z = self.kernel_inputs(X)
             d2 = (Z * Z).sum(axis=1)[:, None] + a["c_sq"][None, :] - 2.0 * (Z @ a["centers"].T)
             return np.exp(-self.params["gamma"] * np.maximum(d2, 0.0)) @ a["W"] + a["b"]
         if a["dev"].size:

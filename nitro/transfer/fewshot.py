@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..learn.budget import max_centres, reexpression_weights
-from ..learn.kron import fraction_targets, pivoted_landmarks, rbf, signed_log
+from ..learn.kron import fraction_targets, pivoted_landmarks, rbf
 from ..model import SelectorModel
 
 LAMBDAS = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
@@ -89,8 +89,8 @@ def refine_model(base: SelectorModel, feature_rows, times) -> SelectorModel:
         raise ValueError("refine_model: no row has two or more variants run, one of them successfully")
     X, T, ran = X[keep][-MAX_ROWS:], T[keep][-MAX_ROWS:], ran[keep][-MAX_ROWS:]
     p = base.params
-    mean, scale, gamma = np.asarray(p["mean"]), np.asarray(p["scale"]), float(p["gamma"])
-    Xc = (signed_log(X * (1.0 / np.asarray(p.get("unit", np.ones(X.shape[1]))))) - mean) / scale
+    gamma = float(p["gamma"])
+    Xc = base.kernel_inputs(X)
     residual = np.where(ran, fraction_targets(np.where(ran, T, np.inf)) - base.scores(X), 0.0)
     alpha, lam = residual_fit(Xc, residual, gamma)
     centers, weights = within_budget(np.vstack([np.asarray(p["centers"]), Xc]),
