@@ -119,6 +119,21 @@ Vec transposed(const Vec& a, std::size_t rows, std::size_t cols) {
 
 std::vector<unsigned char> bytes_of(const std::vector<bool>& mask) { return {mask.begin(), mask.end()}; }
 
+// 1 / each column's unit (divided before its logarithm), or empty when every unit is 1 so
+// that the dispatch path does no scaling; throws when there are not n units.
+Vec inverse_units(const Vec& unit, std::size_t n, const char* model) {
+  if (unit.size() != n) throw std::invalid_argument(std::string(model) + ": one unit per column expected");
+  Vec inv;
+  for (double u : unit)
+    if (u != 1.0) {
+      for (double v : unit) inv.push_back(1.0 / v);
+      break;
+    }
+  return inv;
+}
+
+const double* or_null(const Vec& v) { return v.empty() ? nullptr : v.data(); }
+
 class Constant final : public Model {
  public:
   Constant(std::size_t n, int label) : label_(label) { n_inputs = n; }
@@ -132,7 +147,7 @@ class Constant final : public Model {
 class Svc final : public Model {
  public:
   Svc(std::size_t n_in, Vec device, const std::vector<bool>& log_mask, Vec mean, Vec scale, double gamma,
-      const Vec& sv, const std::vector<std::size_t>& n_support, Vec dual_coef, Vec intercept)
+      const Vec& sv, const std::vector<std::size_t>& n_support, Vec dual_coef, Vec intercept, const Vec& unit)
       : dev_(std::move(device)), log_(bytes_of(log_mask)), mean_(std::move(mean)), scale_(std::move(scale)),
         coef_(std::move(dual_coef)), b_(std::move(intercept)) {
     n_inputs = n_in;
@@ -145,8 +160,9 @@ class Svc final : public Model {
       throw std::invalid_argument("Svc: inconsistent parameter shapes");
     if (!(gamma >= 0)) throw std::invalid_argument("Svc: gamma must be >= 0");
     sv_t_ = transposed(sv, n_sv, d);
+    inv_unit_ = inverse_units(unit, d, "Svc");
     m_ = {n_in, dev_.size(), dev_.data(), log_.data(), mean_.data(), scale_.data(), gamma, n_sv, sv_t_.data(),
-          k, start_.data(), coef_.data(), b_.data()};
+          k, start_.data(), coef_.data(), b_.data(), or_null(inv_unit_)};
   }
 
   int predict_row(const double* in) const override {
@@ -156,7 +172,7 @@ class Svc final : public Model {
  private:
   Vec dev_;
   std::vector<unsigned char> log_;
-  Vec mean_, scale_, coef_, b_, sv_t_;
+  Vec mean_, scale_, coef_, b_, sv_t_, inv_unit_;
   std::vector<std::size_t> start_;
   nitro_eval::SvcModel m_{};
 };
@@ -170,18 +186,14 @@ class Kernel final : public Model {
     n_inputs = mean_.size();
     const std::size_t k = b_.size();
     const std::size_t n_c = n_inputs ? centers.size() / n_inputs : 0;
-    if (scale_.size() != n_inputs || centers.size() != n_c * n_inputs || weights.size() != n_c * k || k == 0 ||
-        unit.size() != n_inputs)
+    if (scale_.size() != n_inputs || centers.size() != n_c * n_inputs || weights.size() != n_c * k || k == 0)
       throw std::invalid_argument("Kernel: inconsistent parameter shapes");
     if (!(gamma >= 0)) throw std::invalid_argument("Kernel: gamma must be >= 0");
     c_t_ = transposed(centers, n_c, n_inputs);
     w_t_ = transposed(weights, n_c, k);
-    bool units = false;                       // every unit 1: no scaling on the dispatch path
-    for (double u : unit) units = units || u != 1.0;
-    if (units)
-      for (double u : unit) inv_unit_.push_back(1.0 / u);
+    inv_unit_ = inverse_units(unit, n_inputs, "Kernel");
     m_ = {n_inputs, n_c, k, mean_.data(), scale_.data(), gamma, c_t_.data(), w_t_.data(), b_.data(),
-          units ? inv_unit_.data() : nullptr};
+          or_null(inv_unit_)};
     n_scores = k;
   }
 
@@ -288,21 +300,22 @@ class Gbt final : public WithDevice {
 class Linear final : public WithDevice {
  public:
   Linear(std::size_t n_in, Vec device, const std::vector<bool>& log_mask, Vec mean, Vec scale, Vec coef,
-         Vec intercept, bool choose_max)
+         Vec intercept, bool choose_max, const Vec& unit)
       : WithDevice(n_in, std::move(device)), log_(bytes_of(log_mask)), mean_(std::move(mean)),
         scale_(std::move(scale)), coef_(std::move(coef)), b_(std::move(intercept)) {
     const std::size_t d = width();
     if (log_.size() != d || mean_.size() != d || scale_.size() != d || b_.empty() || coef_.size() != d * b_.size())
       throw std::invalid_argument("Linear: inconsistent parameter shapes");
+    inv_unit_ = inverse_units(unit, d, "Linear");
     m_ = {n_inputs, dev_.size(), dev_.data(), log_.data(), mean_.data(), scale_.data(), b_.size(), coef_.data(),
-          b_.data(), choose_max};
+          b_.data(), choose_max, or_null(inv_unit_)};
   }
   int predict_row(const double* in) const override {
     return nitro_eval::linear_predict(m_, in, scratch(nitro_eval::linear_work_size(m_)));
   }
  private:
   std::vector<unsigned char> log_;
-  Vec mean_, scale_, coef_, b_;
+  Vec mean_, scale_, coef_, b_, inv_unit_;
   nitro_eval::LinearModel m_{};
 };
 
@@ -338,10 +351,10 @@ PYBIND11_MODULE(_selector, m) {
   // centers: n_centers × n_inputs, weights: n_centers × k, trees: n_trees × n_nodes, codes: k × q)
   py::class_<Svc, Model>(m, "Svc")
       .def(py::init<std::size_t, Vec, const std::vector<bool>&, Vec, Vec, double, const Vec&,
-                    const std::vector<std::size_t>&, Vec, Vec>(),
+                    const std::vector<std::size_t>&, Vec, Vec, const Vec&>(),
            py::arg("n_inputs"), py::arg("device"), py::arg("log_mask"), py::arg("mean"), py::arg("scale"),
            py::arg("gamma"), py::arg("support_vectors"), py::arg("n_support"), py::arg("dual_coef"),
-           py::arg("intercept"));
+           py::arg("intercept"), py::arg("unit"));
   py::class_<Kernel, Model>(m, "Kernel")
       .def(py::init<Vec, Vec, double, const Vec&, const Vec&, Vec, const Vec&>(), py::arg("mean"),
            py::arg("scale"), py::arg("gamma"), py::arg("centers"), py::arg("weights"), py::arg("offset"),
@@ -358,9 +371,9 @@ PYBIND11_MODULE(_selector, m) {
       py::arg("codes"), py::arg("n_variants"), py::arg("float32"),
       py::arg("variant_start") = std::vector<std::size_t>{});
   py::class_<Linear, Model>(m, "Linear").def(
-      py::init<std::size_t, Vec, const std::vector<bool>&, Vec, Vec, Vec, Vec, bool>(),
+      py::init<std::size_t, Vec, const std::vector<bool>&, Vec, Vec, Vec, Vec, bool, const Vec&>(),
       py::arg("n_inputs"), py::arg("device"), py::arg("log_mask"), py::arg("mean"), py::arg("scale"), py::arg("coef"),
-      py::arg("intercept"), py::arg("choose_max"));
+      py::arg("intercept"), py::arg("choose_max"), py::arg("unit"));
   py::class_<Intervals, Model>(m, "Intervals").def(
       py::init<std::size_t, Vec, std::size_t, Vec, std::vector<int>>(), py::arg("n_inputs"),
       py::arg("device"), py::arg("feature"), py::arg("thresholds"), py::arg("labels"));

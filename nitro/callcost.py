@@ -25,10 +25,15 @@ class CallCost:
     """Predicted seconds of a call from its ``d`` feature values (see the module docstring).
     ``add(values, seconds)`` learns one timed call (``add_all``: several runs of one input),
     ``predict(values)`` estimates one; before any call is timed the estimate is 0 (nothing to
-    go on: the budget's bound still holds, since the time spent is counted after the call)."""
+    go on: the budget's bound still holds, since the time spent is counted after the call).
+    ``units``: each feature's unit before its logarithm (a size in millions is taken as the
+    model takes it: :meth:`nitro.SelectorModel.input_units`), 1 by default."""
 
-    def __init__(self, d: int):
+    def __init__(self, d: int, units: Sequence[float] | None = None):
         self.d = int(d)
+        self._inv_unit = [1.0] * self.d if units is None else [1.0 / float(u) for u in units]
+        if len(self._inv_unit) != self.d:
+            raise ValueError(f"CallCost: {len(self._inv_unit)} units for {self.d} features")
         self._sz = np.zeros(self.d)
         self._zz = np.zeros((self.d, self.d))
         self._zy = np.zeros(self.d)
@@ -39,11 +44,12 @@ class CallCost:
         self.n = 0
         self.low, self.high = math.inf, -math.inf
 
-    @staticmethod
-    def _z(values: Sequence[float]) -> list[float]:
-        """Signed logarithms of the features (non-finite ones as 0) and the intercept's 1
-        (plain Python: a call has a handful of features, and this runs on the calling thread)."""
-        return [math.copysign(math.log1p(abs(x)), x) if math.isfinite(x) else 0.0 for x in map(float, values)] + [1.0]
+    def _z(self, values: Sequence[float]) -> list[float]:
+        """Signed logarithms of the features in their units (non-finite ones as 0) and the
+        intercept's 1 (plain Python: a call has a handful of features, and this runs on the
+        calling thread)."""
+        return [math.copysign(math.log1p(abs(x)), x) if math.isfinite(x) else 0.0
+                for x in (float(v) * s for v, s in zip(values, self._inv_unit))] + [1.0]
 
     def add(self, values: Sequence[float], seconds: float) -> None:
         """Learn that a call with these features took ``seconds`` (non-positive or non-finite

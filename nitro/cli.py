@@ -153,7 +153,7 @@ def cmd_bench_refine(args):
                           candidates=args.candidates or None,
                           quantile=args.quantile, refit_every=args.refit_every, oracle_every=args.oracle_every,
                           overhead_calls=args.overhead_calls, datasets=args.datasets, n_train=args.train,
-                          n_test=args.test, repeats=args.repeats)
+                          n_test=args.test, repeats=args.repeats, pause_seconds=args.pause_seconds)
     _emit(args, result, format_refine(result))
 
 
@@ -218,7 +218,6 @@ def cmd_tune_from_source(args):
     lines += [f"left out variant {v}: {why}" for v, why in p["variants_left_out"].items()]
     lines += [f"left out source {s}: {why}" for s, why in p["sources_left_out"].items()]
     lines += [f"left out device feature {f}: {why}" for f, why in p.get("device_features_left_out", {}).items()]
-    lines += [f"note: {n}" for n in p.get("notes", [])]
     c = p.get("confidence")
     if "few_shot" in p:
         z = p["zero_shot_confidence"]
@@ -504,6 +503,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--oracle-every", type=int, default=20,
                    help="time every variant on every N-th stream image to estimate the optimum (default 20)")
     p.add_argument("--overhead-calls", type=int, default=20000, help="calls per side of the overhead measurement")
+    p.add_argument("--pause-seconds", type=float, default=10.0,
+                   help="seconds of calls timed with no refit, a refit in a thread and one in a process (0: skip)")
     p.add_argument("--datasets", default=None, help="folder of recorded <device>/histogram data (default: datasets/)")
     p.set_defaults(func=cmd_bench_refine)
     p = bench.add_parser("scale", parents=[common],

@@ -208,18 +208,6 @@ def text_examples(frame: pd.DataFrame) -> dict[str, str]:
     return {c: cells.iloc[0] for c in frame.columns if len(cells := text_cells(frame[c]))}
 
 
-def small_unit_notes(X: np.ndarray, names: list[str]) -> list[str]:
-    """Notes on input-feature columns most of whose values lie below 1 in magnitude while
-    spanning two decades or more (a count in millions, a density): ``sign(x)·log1p(|x|)`` is
-    nearly linear below 1, so the cross-device models take such a column in a unit of its own
-    (:func:`nitro.learn.kron.input_units`); the on-device learners of ``tune()`` do not."""
-    from .learn.kron import input_units
-    return [f"input feature {name}: most values below 1 across decades; the cross-device models take it in "
-            f"units of {u:.3g} before their log, the on-device ones (tune()) do not: give it in smaller units "
-            "so that typical values are 1 or more"
-            for name, u in zip(names, input_units(X)) if u != 1.0]
-
-
 def run_times(values) -> tuple[pd.Series, int]:
     """A ``time_s`` column as seconds, NaN where it holds no finite positive number (a failed or
     missing run), and how many of its times were zero or negative (:func:`not_positive_note`)."""

@@ -24,7 +24,7 @@ import time
 import numpy as np
 from joblib import Parallel, delayed
 
-from .dataset import Measurements, small_unit_notes
+from .dataset import Measurements
 from .learn import SELECTORS, SVMSelector, fit_selector
 from .learn.kron import signed_log, varying_columns
 from .metrics import fraction_of_optimum, majority_vote, random_fraction
@@ -126,7 +126,6 @@ def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, 
         elif unknown:
             notes.append(f"device feature {f} unknown on {', '.join(unknown)}: not used where "
                          f"{'that device is' if len(unknown) == 1 else 'those devices are'} involved")
-    notes += small_unit_notes(data.X, list(data.input_features))
     idx = [data.device_index(d) for d in main]
     complete = data.complete_inputs(main)
     if len(complete) < 20:

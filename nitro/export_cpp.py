@@ -54,6 +54,14 @@ def _device(model: SelectorModel) -> np.ndarray:
     return np.asarray(list(model.device_features.values()), dtype=np.float64)
 
 
+def _units(p: dict) -> tuple[list[str], str]:
+    """The ``inv_unit`` array of a model whose ``unit`` is not all 1, and its initialiser's
+    trailing argument; nothing (the evaluator's null: every unit 1) otherwise."""
+    if not ("unit" in p and any(u != 1.0 for u in p["unit"])):
+        return [], ""
+    return [_array("inv_unit", "double", 1.0 / np.asarray(p["unit"], dtype=np.float64))], ", inv_unit"
+
+
 def _model_body(model: SelectorModel) -> tuple[list[str], str, int]:
     """The arrays of one model, the expression that evaluates it on ``x`` with scratch ``work``
     (a class index of the model), and the scratch size in doubles."""
@@ -65,24 +73,25 @@ def _model_body(model: SelectorModel) -> tuple[list[str], str, int]:
         C = np.asarray(p["centers"], dtype=np.float64)
         W = np.asarray(p["weights"], dtype=np.float64)
         n_c, k = C.shape[0], W.shape[1]
-        units = "unit" in p and any(u != 1.0 for u in p["unit"])
+        unit, inv_unit = _units(p)
         arrays = [_array("mean", "double", p["mean"]), _array("scale", "double", p["scale"]),
                   _array("centers_t", "double", C.T), _array("weights_t", "double", W.T),
-                  _array("offset", "double", p["offset"]),
-                  *([_array("inv_unit", "double", 1.0 / np.asarray(p["unit"], dtype=np.float64))] if units else []),
+                  _array("offset", "double", p["offset"]), *unit,
                   f"inline constexpr nitro_eval::KernelModel model = {{{d}, {n_c}, {k}, mean, scale, "
-                  f"{_literal(p['gamma'], 'double')}, centers_t, weights_t, offset{', inv_unit' if units else ''}}};"]
+                  f"{_literal(p['gamma'], 'double')}, centers_t, weights_t, offset{inv_unit}}};"]
         return arrays, "nitro_eval::kernel_predict(model, x, work)", d + n_c + k
     if kind == "svc":
         sv = np.asarray(p["support_vectors"], dtype=np.float64)
         k, w = len(p["n_support"]), d + dev.size
+        unit, inv_unit = _units(p)
         arrays = [_array("device", "double", dev), _array("log_mask", "unsigned char", np.asarray(p["log_mask"], dtype=int)),
                   _array("mean", "double", p["mean"]), _array("scale", "double", p["scale"]),
                   _array("sv_t", "double", sv.T),
                   _array("class_start", "std::size_t", np.concatenate([[0], np.cumsum(p["n_support"])])),
-                  _array("dual_coef", "double", p["dual_coef"]), _array("intercept", "double", p["intercept"]),
+                  _array("dual_coef", "double", p["dual_coef"]), _array("intercept", "double", p["intercept"]), *unit,
                   f"inline constexpr nitro_eval::SvcModel model = {{{d}, {dev.size}, device, log_mask, mean, scale, "
-                  f"{_literal(p['gamma'], 'double')}, {sv.shape[0]}, sv_t, {k}, class_start, dual_coef, intercept}};"]
+                  f"{_literal(p['gamma'], 'double')}, {sv.shape[0]}, sv_t, {k}, class_start, dual_coef, intercept"
+                  f"{inv_unit}}};"]
         return arrays, "nitro_eval::svc_predict(model, x, work)", w + sv.shape[0] + k
     a = _extra_arrays(kind, p)
     w = d + dev.size
@@ -110,11 +119,12 @@ def _model_body(model: SelectorModel) -> tuple[list[str], str, int]:
         return arrays, "nitro_eval::gbt_predict(model, x, work)", w + codes.shape[1]
     if kind == "linear":
         k = a["b"].size
+        unit, inv_unit = _units(p)
         arrays = [_array("device", "double", dev), _array("log_mask", "unsigned char", a["log"].astype(int)),
                   _array("mean", "double", a["mean"]), _array("scale", "double", a["scale"]),
-                  _array("coef", "double", a["coef"]), _array("intercept", "double", a["b"]),
+                  _array("coef", "double", a["coef"]), _array("intercept", "double", a["b"]), *unit,
                   f"inline constexpr nitro_eval::LinearModel model = {{{d}, {dev.size}, device, log_mask, mean, scale, "
-                  f"{k}, coef, intercept, {'true' if a['choose'] == 'max' else 'false'}}};"]
+                  f"{k}, coef, intercept, {'true' if a['choose'] == 'max' else 'false'}{inv_unit}}};"]
         return arrays, "nitro_eval::linear_predict(model, x, work)", w + k
     if kind == "intervals":
         arrays = [_array("device", "double", dev), _array("thresholds", "double", a["thr"]),

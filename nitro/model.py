@@ -73,7 +73,7 @@ class SelectorModel:
             return cls(kind="constant", params={"label": 0}, **common)
         log, scaler, svc = (est.pipeline_[i] for i in range(3))
         params = {
-            "log_mask": log.log_mask_.tolist(),
+            **log.export(),
             "mean": scaler.mean_.tolist(), "scale": scaler.scale_.tolist(),
             "gamma": float(svc._gamma),
             "support_vectors": svc.support_vectors_.tolist(),
@@ -134,7 +134,7 @@ class SelectorModel:
             elif self.kind == "kernel":
                 C = np.asarray(p["centers"], dtype=np.float64)
                 self._cache = {"mean": np.asarray(p["mean"]), "scale": np.asarray(p["scale"]),
-                               "inv_unit": 1.0 / np.asarray(p.get("unit", np.ones(C.shape[1])), dtype=np.float64),
+                               "inv_unit": _inv_unit(p, C.shape[1]),
                                "centers": C, "c_sq": (C * C).sum(axis=1),
                                "W": np.asarray(p["weights"]), "b": np.asarray(p["offset"])}
             else:
@@ -153,7 +153,7 @@ class SelectorModel:
                     win_i[q, i] = win_j[q, j] = 1.0
                 sv = np.asarray(p["support_vectors"])
                 self._cache = {
-                    "log": np.asarray(p["log_mask"], dtype=bool),
+                    "log": np.asarray(p["log_mask"], dtype=bool), "inv_unit": _inv_unit(p, len(p["log_mask"])),
                     "mean": np.asarray(p["mean"]), "scale": np.asarray(p["scale"]),
                     "sv": sv, "sv_sq": (sv ** 2).sum(axis=1), "Wt": W.T.copy(),
                     "b": np.asarray(p["intercept"]), "win_i": win_i, "win_j": win_j,
@@ -168,6 +168,13 @@ class SelectorModel:
         a = self._arrays()
         X = np.atleast_2d(np.asarray(X, dtype=np.float64)) * a["inv_unit"]
         return (np.sign(X) * np.log1p(np.abs(X)) - a["mean"]) / a["scale"]
+
+    def input_units(self) -> list[float]:
+        """Each input feature's unit before the model's logarithm (``params["unit"]`` of the
+        ``kernel``, ``svc`` and ``linear`` kinds; 1 where a model has none)."""
+        d = len(self.input_features)
+        return [float(u) for u in self.params.get("unit", [1.0] * d)[:d]] if self.kind in ("kernel", "svc", "linear") \
+            else [1.0] * d
 
     def scores(self, X):
         """Scores (n, len(variants)) of each row of input features ``X`` (n, d_in) whose row-wise
@@ -196,7 +203,7 @@ class SelectorModel:
             return np.exp(-self.params["gamma"] * np.maximum(d2, 0.0)) @ a["W"] + a["b"]
         if a["dev"].size:
             X = np.hstack([X, np.broadcast_to(a["dev"], (X.shape[0], a["dev"].size))])
-        X = X.copy()
+        X = X * a["inv_unit"]
         X[:, a["log"]] = np.log1p(np.maximum(X[:, a["log"]], 0.0))
         X = (X - a["mean"]) / a["scale"]
         # squared distances as libsvm computes them: x.x + sv.sv - 2 x.sv
@@ -216,8 +223,11 @@ class SelectorModel:
 
 
 # "kernel" (nitro.transfer.fit, the Kronecker learner's export): z = (sign(x')·log1p|x'| − mean)
-# / scale with x' = x / unit (``unit`` optional, every unit 1 without it: nitro.learn.kron.input_units);
+# / scale with x' = x / unit (``unit`` optional, every unit 1 without it: nitro.learn.preprocessing.input_units);
 # scores = exp(−gamma·|z − centers|²) @ weights + offset, the predicted fractions of the optimum.
+# "svc" (nitro.learn.SVMSelector): libsvm's one-versus-one RBF SVC on z = (T(x) − mean) / scale,
+# x = [input features ∘ device features], T = log1p(x / unit) on the ``log_mask`` columns and x
+# elsewhere (``unit`` optional, every unit 1 without it: nitro.learn.preprocessing.LogHeavyTails).
 
 # -- kinds of the time learners (nitro.learn.regression, costmin, tree, threshold) -------------
 # Every kind sees the row x = [input features ∘ device features] (device features are the
@@ -235,12 +245,19 @@ class SelectorModel:
 #             scikit-learn's GradientBoostingRegressor does; false for histogram boosting);
 #             optional variant_trees (one count per variant): the trees are one booster per
 #             variant in turn, and variant v sums only its own.
-# "linear"    scores = ((T(x) − mean) / scale) @ coef + intercept with T = log1p on the
-#             ``log_mask`` columns; choose the argmax (``choose: "max"``) or argmin ("min").
+# "linear"    scores = ((T(x) − mean) / scale) @ coef + intercept with T = log1p(x / unit) on the
+#             ``log_mask`` columns (``unit`` optional, as for "svc"); choose the argmax
+#             (``choose: "max"``) or argmin ("min").
 # "intervals" a threshold rule on one feature: variant ``labels[i]`` where i is the number of
 #             ``thresholds`` (ascending) that x[feature] reaches (x >= t), as Futhark's
 #             ``threshold <= size`` comparisons choose code versions.
 EXTRA_KINDS = ("tree", "gbt", "linear", "intervals")
+
+
+def _inv_unit(p: dict, d: int):
+    """1 / each column's optional ``unit`` (kinds kernel, svc, linear), ones without it."""
+    import numpy as np
+    return 1.0 / np.asarray(p.get("unit", np.ones(d)), dtype=np.float64)
 
 
 def _tree_cache(t: dict) -> dict:
@@ -270,7 +287,8 @@ def _extra_arrays(kind: str, p: dict) -> dict:
                 "codes": np.asarray(p["variant_codes"], dtype=np.float64), "f32": bool(p.get("x_float32", True)),
                 "starts": np.asarray(variant_starts(p, len(trees), len(p["variant_codes"])), dtype=np.intp)}
     if kind == "linear":
-        return {"log": np.asarray(p["log_mask"], dtype=bool), "mean": np.asarray(p["mean"], dtype=np.float64),
+        return {"log": np.asarray(p["log_mask"], dtype=bool), "inv_unit": _inv_unit(p, len(p["log_mask"])),
+                "mean": np.asarray(p["mean"], dtype=np.float64),
                 "scale": np.asarray(p["scale"], dtype=np.float64), "coef": np.asarray(p["coef"], dtype=np.float64),
                 "b": np.asarray(p["intercept"], dtype=np.float64), "choose": p["choose"]}
     return {"feature": int(p["feature"]), "thr": np.asarray(p["thresholds"], dtype=np.float64), "labels": np.asarray(p["labels"], dtype=np.intp)}
@@ -321,7 +339,7 @@ def _scores_extra(kind: str, a: dict, X, k: int):
         raw = np.add.accumulate(terms, axis=1)[:, -1]
         return raw.reshape(n, k)
     if kind == "linear":
-        Z = X.copy()
+        Z = X * a["inv_unit"]
         Z[:, a["log"]] = np.log1p(np.maximum(Z[:, a["log"]], 0.0))
         scores = ((Z - a["mean"]) / a["scale"]) @ a["coef"] + a["b"]
         return scores if a["choose"] == "max" else -scores
@@ -339,7 +357,7 @@ def _compile(kind: str, a: dict, d: int, dev: list[float]):
                                 a["unit"])
     if kind == "svc":
         return _selector.Svc(d, dev, a["log_mask"], a["mean"], a["scale"], a["gamma"], a["sv"], a["n_support"],
-                             a["dual_coef"], a["intercept"])
+                             a["dual_coef"], a["intercept"], a["unit"])
     if kind == "tree":
         return _selector.Tree(d, dev, a["cl"], a["cr"], a["f"], a["thr"], a["v"], True)
     if kind == "gbt":
@@ -347,5 +365,5 @@ def _compile(kind: str, a: dict, d: int, dev: list[float]):
                              a["codes"], a["n_variants"], a["f32"], a["starts"])
     if kind == "linear":
         return _selector.Linear(d, dev, a["log_mask"], a["mean"], a["scale"], a["coef"], a["intercept"],
-                                a["choose_max"])
+                                a["choose_max"], a["unit"])
     return _selector.Intervals(d, dev, a["feature"], a["thresholds"], a["labels"])

@@ -76,6 +76,15 @@ def _pad(trees: list[dict], key: str, fill) -> list:
     return [v for t in trees for v in t[key] + [fill] * (width - len(t[key]))]
 
 
+def units(p: dict, d: int, kind: str) -> list[float]:
+    """A model's optional ``unit`` per column (each column is divided by it before its
+    logarithm: :func:`nitro.learn.preprocessing.input_units`), every unit 1 without it."""
+    unit = vector(p["unit"], d) if "unit" in p else [1.0] * d
+    if unit is None or not all(math.isfinite(u) and u > 0 for u in unit):
+        raise ValueError(f"{kind} model units must be {d} positive finite numbers")
+    return unit
+
+
 def flat_params(kind: str, p: dict, d_in: int, d_dev: int, k: int) -> dict:
     """Model ``p`` of ``kind`` (``d_in`` input and ``d_dev`` device features, ``k`` variants)
     checked, as the compiled evaluator's flat arguments; ``ValueError`` names what is wrong."""
@@ -94,9 +103,7 @@ def flat_params(kind: str, p: dict, d_in: int, d_dev: int, k: int) -> dict:
         gamma = float(p["gamma"])
         if not finite(centers[0], weights[0], offset, mean, scale, [gamma]):
             raise ValueError("kernel model parameters are not all finite")
-        unit = vector(p["unit"], d_in) if "unit" in p else [1.0] * d_in
-        if unit is None or not all(math.isfinite(u) and u > 0 for u in unit):
-            raise ValueError(f"kernel model units must be {d_in} positive finite numbers")
+        unit = units(p, d_in, kind)
         return {"mean": mean, "scale": scale, "gamma": gamma, "centers": centers[0], "weights": weights[0],
                 "offset": offset, "unit": unit}
     if kind == "svc":
@@ -112,7 +119,7 @@ def flat_params(kind: str, p: dict, d_in: int, d_dev: int, k: int) -> dict:
         if not finite(sv[0], coef[0], b, mean, scale):
             raise ValueError("svc model parameters are not all finite")
         return {"log_mask": log_mask, "mean": mean, "scale": scale, "gamma": gamma, "sv": sv[0],
-                "n_support": n_support, "dual_coef": coef[0], "intercept": b}
+                "n_support": n_support, "dual_coef": coef[0], "intercept": b, "unit": units(p, d, kind)}
     try:
         return _flat_time_kind(kind, p, d, k)
     except (KeyError, TypeError) as exc:
@@ -159,7 +166,7 @@ def _flat_time_kind(kind: str, p: dict, d: int, k: int) -> dict:
                 or not finite(coef[0], b, mean, scale)):
             raise ValueError("linear model parameters have inconsistent shapes or are not finite")
         return {"log_mask": log_mask, "mean": mean, "scale": scale, "coef": coef[0], "intercept": b,
-                "choose_max": p["choose"] == "max"}
+                "choose_max": p["choose"] == "max", "unit": units(p, d, kind)}
     if kind == "intervals":
         thr, labels = vector(p["thresholds"]), _list(p["labels"])
         if not (isinstance(p["feature"], int) and 0 <= p["feature"] < d and len(labels) == len(thr) + 1

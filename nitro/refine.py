@@ -49,7 +49,9 @@ share one row, each variant keeping its fastest time.
 of the feature values, the variants that ran timed, the others missing) go through a bounded
 queue to a writer thread: a call never waits for the store; a full queue drops the row from the
 store (not from the refit data) and a failing store is counted (:meth:`Refiner.stats`). The refit
-runs in another thread on everything explored so far. ``CodeVariant.refine`` gives a model from
+runs on everything explored so far in a child process (:mod:`nitro.refit_worker`; a thread of
+this process waits for it), so that its Python code never holds this process's interpreter
+lock while calls are served (``refit_in="thread"``: in the thread itself). ``CodeVariant.refine`` gives a model from
 ``tune_from_source`` (with a store) :class:`nitro.transfer.tune.SourcesRefit`, which refits
 boosted trees on its sources' rows and the target's; otherwise (:func:`default_refit`) a kernel model is
 corrected with :func:`nitro.transfer.fewshot.refine_model`, always from the model refining
@@ -59,7 +61,7 @@ the model refining started with holds on the rows (:meth:`Refiner.base_holds`: w
 tie of the fastest timed variant on average); if a refit had replaced it, it is put back. The
 new model and its compiled evaluator are built completely before one reference is swapped
 (:meth:`nitro.dispatch.Dispatcher.set_model`); a refit that raises is counted and the old model
-stays. scikit-learn is imported by the refit thread only.
+stays. scikit-learn is imported by the refit process (or thread) only.
 
 The decision core (:meth:`Refiner.tick`, :meth:`Refiner.maybe_explore`) is the same for real
 calls and for the offline replay of recorded timings (:mod:`nitro.online`): only the way a
@@ -94,6 +96,7 @@ REFIT_GROWTH = 0.125   # ... or this share of the rows so far, if more: O(n) tot
 MIN_COMPLETE = 20      # complete rows before a non-kernel model is refitted as an on-device SVM
 HOLDS = 1.0 - TimingPolicy.tie   # the start model stays while it reaches this share of the best timed
 MAX_ROWS = 20_000      # target rows kept in memory for refits, the most recent (older ones stay in the store)
+REFIT_IN = "process"   # background refits run in a child process (nitro.refit_worker), or "thread"
 # (the defaults were compared on the recorded SpMV data with `nitro evaluate DIR --online`:
 # see benchmarks/README.md, "Refining mode")
 
@@ -179,6 +182,10 @@ class Refiner:
     millisecond call can be off by a factor. ``time_budget``: the largest share of the served
     calls' time that explored calls may add (``None``: no bound but ``budget``).
     ``background=False`` refits synchronously in the calling thread (deterministic replay).
+    ``refit_in``: where background refits run, ``"process"`` (a child interpreter,
+    :class:`nitro.refit_worker.RefitProcess`: calls never wait for the refit's interpreter lock)
+    or ``"thread"``; a refit that cannot be pickled runs in a thread (``stats()["refit_in"]``
+    says where, ``refit_in_fallback`` why).
     """
 
     def __init__(self, dispatcher, computation: str, *, store=None, device_id: str | None = None,
@@ -186,7 +193,8 @@ class Refiner:
                  candidates: int | None = 2, quantile: float = QUANTILE,
                  window: int = 256, warmup: int = 16, refit_every: int = REFIT_EVERY,
                  refit: Callable | None = None, queue_size: int = 1024, seed: int = 0,
-                 repeats: int = 1, background: bool = True, on_stop: Callable | None = None):
+                 repeats: int = 1, background: bool = True, on_stop: Callable | None = None,
+                 refit_in: str = REFIT_IN):
         if not 0.0 < budget <= 1.0:
             raise ValueError(f"the exploration budget is a share of calls in (0, 1], got {budget}")
         if time_budget is not None and not time_budget > 0.0:
@@ -197,6 +205,8 @@ class Refiner:
             raise ValueError(f"an explored call compares at least 2 variants, got candidates={candidates}")
         if refit_every < 1 or window < 1 or warmup < 0 or queue_size < 1 or repeats < 1:
             raise ValueError("refit_every, window, queue_size and repeats must be positive, warmup not negative")
+        if refit_in not in ("process", "thread"):
+            raise ValueError(f"refit_in is 'process' or 'thread', got {refit_in!r}")
         model = dispatcher.model
         if model is None:
             raise ValueError(f"{computation}: refining mode refines a model: tune, tune_from_source or "
@@ -211,6 +221,9 @@ class Refiner:
         self.base = model
         self._dispatcher = dispatcher
         self._refit = refit or default_refit
+        self.refit_in, self._refit_in_fallback = (refit_in if background else "thread"), None
+        if self.refit_in == "process":
+            self._refit = self._in_process(self._refit)
         self._on_stop = on_stop
         self._calls = itertools.count(1)
         self._lock = threading.Lock()          # the decision: budget, margins, random order
@@ -228,7 +241,7 @@ class Refiner:
         self._in_flight = 0                    # calls exploring now
         self._local = threading.local()
         self.calls = 0
-        self._cost = CallCost(len(dispatcher.features))
+        self._cost = CallCost(len(dispatcher.features), model.input_units())
         self._sampled_seconds = 0.0    # the candidate calls' time (their choice's, when explored)
         self._counts = dict(candidate_calls=0, explored=0, budget_skips=0, time_skips=0, rows_recorded=0,
                             rows_written=0, rows_dropped=0, store_errors=0, refits=0, refits_kept=0, base_held=0,
@@ -465,6 +478,24 @@ class Refiner:
             self._counts["refits"] += 1
             return True
 
+    @property
+    def refit(self) -> Callable:
+        """The refit ``refit(base, X, times)`` (the callable a child process runs, when refits
+        run in one)."""
+        return self._refit.refit if self.refit_in == "process" else self._refit
+
+    def _in_process(self, refit):
+        """``refit`` run by a child process, or ``refit`` itself when it cannot be pickled."""
+        import pickle
+        try:
+            pickle.dumps(refit)
+        except Exception as exc:  # a lambda, a closure, a store client: refit in a thread
+            self.refit_in = "thread"
+            self._refit_in_fallback = f"the refit cannot be pickled ({type(exc).__name__}: {exc})"[:500]
+            return refit
+        from .refit_worker import RefitProcess
+        return RefitProcess(refit)
+
     def _swap(self, model: SelectorModel) -> bool:
         """Install ``model`` (one reference swapped) unless refining has stopped meanwhile: a
         refit that outlives :meth:`stop` must not replace the model dispatch has gone back to."""
@@ -542,6 +573,9 @@ class Refiner:
             if on_stop is not None:
                 on_stop(self)
             self._refit_wanted.set()
+            close = getattr(self._refit, "close", None)
+            if close is not None:               # the refit process: a refit still running there is abandoned
+                close()
             writers = [t for t in self._threads if t.name.startswith("nitro-refine-store")]
             for t in writers if wait else ():
                 t.join(max(0.0, self._stop_deadline - time.monotonic()) + 0.1)
@@ -557,7 +591,8 @@ class Refiner:
         spent by explored calls and the extra part of it, the estimated time of the calls served
         (``served_seconds``) and the time budget with the calls it kept from exploring
         (``time_skips``), the current margin threshold, the
-        refit's name and, for one that fell back to another, why (``refit_fallback``)."""
+        refit's name and, for one that fell back to another, why (``refit_fallback``), and where
+        refits run (``refit_in``; ``refit_in_fallback``: why not in a process)."""
         c = dict(self._counts)
         with self._rows_lock:
             inputs = len(self._rows)
@@ -568,4 +603,5 @@ class Refiner:
                 "served_seconds": self.served_seconds, "time_budget": self.time_budget,
                 "last_store_error": self.last_store_error, "last_refit_error": self.last_refit_error,
                 "refit": getattr(self._refit, "__name__", type(self._refit).__name__),
-                "refit_fallback": getattr(self._refit, "error", None), "active": not self._stopped}
+                "refit_fallback": getattr(self._refit, "error", None), "refit_in": self.refit_in,
+                "refit_in_fallback": self._refit_in_fallback, "active": not self._stopped}

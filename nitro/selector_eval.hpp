@@ -280,7 +280,7 @@ inline int kernel_predict(const KernelModel& m, const double* in, double* work) 
 }
 
 // ---- svc: one-versus-one RBF SVC as libsvm evaluates it ---------------------------------------
-// log1p of marked columns, standardise, exp(−γ|x − sv|²) per support vector, one decision per
+// each column in its unit, log1p of marked columns, standardise, exp(−γ|x − sv|²) per support vector, one decision per
 // class pair (i < j): Σ_{class i} coef[j−1]·k + Σ_{class j} coef[i]·k + intercept; a positive
 // decision votes for i; the most votes win, ties to the lower class index.
 struct SvcModel {
@@ -296,6 +296,7 @@ struct SvcModel {
   const std::size_t* class_start;    // n_classes + 1: first support vector of each class, then n_sv
   const double* dual_coef;           // (n_classes − 1) rows of n_sv, libsvm's layout
   const double* intercept;           // one per pair (0,1), (0,2), …, (1,2), …
+  const double* inv_unit = nullptr;  // d (1 / each column's unit), or null: every unit 1
 };
 
 inline std::size_t svc_work_size(const SvcModel& m) { return m.n_inputs + m.n_device + m.n_sv + m.n_classes; }
@@ -306,6 +307,8 @@ NITRO_EVAL_CLONES inline int svc_predict(const SvcModel& m, const double* in, do
   double* kv = work + d;
   double* votes = kv + ns;
   with_device(in, m.n_inputs, m.device, m.n_device, x);
+  if (m.inv_unit != nullptr)
+    for (std::size_t j = 0; j < d; ++j) x[j] *= m.inv_unit[j];
   standardise(x, m.log_mask, false, m.mean, m.scale, d, x);
   squared_distances(x, d, m.sv_t, ns, kv);
   exp_scaled(-m.gamma, kv, ns);
@@ -413,7 +416,7 @@ inline int gbt_predict(const GbtModel& m, const double* in, double* work) {
   return best;
 }
 
-// ---- linear: scores of the standardised (partly log1p) row; argmax or argmin ------------------
+// ---- linear: scores of the standardised (partly log1p, each column in its unit) row; argmax or argmin
 struct LinearModel {
   std::size_t n_inputs, n_device;
   const double* device;
@@ -424,6 +427,7 @@ struct LinearModel {
   const double* coef;             // d rows of n_variants
   const double* intercept;        // n_variants
   bool choose_max;
+  const double* inv_unit = nullptr;  // d (1 / each column's unit), or null: every unit 1
 };
 
 inline std::size_t linear_work_size(const LinearModel& m) { return m.n_inputs + m.n_device + m.n_variants; }
@@ -435,7 +439,8 @@ inline int linear_predict(const LinearModel& m, const double* in, double* work) 
   with_device(in, m.n_inputs, m.device, m.n_device, x);
   std::copy(m.intercept, m.intercept + k, score);
   for (std::size_t j = 0; j < d; ++j) {
-    const double v = m.log_mask[j] ? std::log1p(std::max(x[j], 0.0)) : x[j];
+    const double xj = m.inv_unit != nullptr ? x[j] * m.inv_unit[j] : x[j];
+    const double v = m.log_mask[j] ? std::log1p(std::max(xj, 0.0)) : xj;
     const double z = (v - m.mean[j]) / m.scale[j];
     for (std::size_t c = 0; c < k; ++c) score[c] += z * m.coef[j * k + c];
   }

@@ -2,6 +2,7 @@
 import math
 
 import numpy as np
+import pytest
 
 from nitro.callcost import CallCost
 
@@ -56,3 +57,19 @@ def test_several_runs_of_one_input_learn_as_one_call_each():
         many.add_all(x, times)
     assert many.n == one.n == 120
     assert many.predict([500.0, 0.0]) == one.predict([500.0, 0.0])
+
+
+def test_a_size_in_millions_is_learnt_in_its_unit():
+    """``log1p`` is nearly linear below 1: a size in millions taken as it is misses the power
+    law at the small sizes; in the model's unit it is learnt as the counts are."""
+    rng = np.random.default_rng(2)
+    sizes = np.exp(rng.uniform(np.log(100), np.log(1e7), 300))
+    plain, in_units = CallCost(1), CallCost(1, units=[1e-4])
+    for n in sizes:
+        plain.add([n / 1e6], 1e-9 * n)
+        in_units.add([n / 1e6], 1e-9 * n)
+    errors = [max(abs(math.log(c.predict([n / 1e6]) / (1e-9 * n))) for n in (300.0, 3e3, 3e4, 3e6))
+              for c in (plain, in_units)]
+    assert errors[1] < 0.2 and errors[0] > 1.0     # a factor 1.2 against more than 2.7
+    with pytest.raises(ValueError, match="2 units for 1 features"):
+        CallCost(1, units=[1.0, 1.0])

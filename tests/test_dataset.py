@@ -77,16 +77,6 @@ def test_a_time_of_zero_or_less_is_refused_by_name():
         Measurements(times, inputs, pd.DataFrame({"cores": [4.0]}, index=["dev"]))
 
 
-def test_a_heavy_tailed_feature_below_one_is_noted_with_the_way_out():
-    from nitro.dataset import small_unit_notes
-    rng = np.random.default_rng(0)
-    rows = np.exp(rng.uniform(np.log(10), np.log(1e7), 200))
-    X = np.column_stack([rows, rows / 1e6, rng.uniform(0, 1, 200)])    # counts, millions, a share
-    notes = small_unit_notes(X, ["rows", "mrows", "share"])
-    assert len(notes) == 1 and notes[0].startswith("input feature mrows: most values below 1 across")
-    assert "smaller units" in notes[0]
-
-
 def test_rows_stored_with_a_time_of_zero_are_read_as_failed_runs_not_refused():
     """Before times had to be positive a store could hold a 0: it is read, not lost."""
     from nitro.measurement import TrainingRow

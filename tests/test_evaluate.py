@@ -117,12 +117,3 @@ def test_full_set_svm_leaves_out_a_device_feature_constant_over_the_sources():
     r = evaluate(m, methods=["full_set_svm"], holdout_by="arch")
     for d in ("dev4", "dev5"):
         assert r["targets"][d]["full_set_svm"] > 95
-
-
-def test_evaluate_notes_input_features_in_too_large_units(spmv_dataset):
-    m = load_dataset_dir(spmv_dataset)
-    data, *_, notes = split(m)
-    assert not [n for n in notes if n.startswith("input feature")]       # counts, as recorded
-    m.inputs["nonzeros"] = m.inputs["nonzeros"] / 1e6
-    data, *_, notes = split(m)
-    assert [n for n in notes if n.startswith("input feature nonzeros: most values below 1")]

@@ -67,7 +67,7 @@ def kernel_model(rng):
     return SelectorModel(variants=VARIANTS[::-1], input_features=FEATURES, kind="kernel", params={
         "mean": [8.0, 0.0, 0.4], "scale": [2.5, 0.6, 0.2], "gamma": 0.5, "centers": rng.normal(size=(n, 3)).tolist(),
         "weights": rng.normal(size=(n, 4)).tolist(), "offset": [0.0, 0.1, -0.1, 0.05],
-        "unit": [1.0, 1e-3, 1.0]})                 # one feature in a unit of its own (kron.input_units)
+        "unit": [1.0, 1e-3, 1.0]})                 # one feature in a unit of its own (preprocessing.input_units)
 
 
 @pytest.fixture(scope="module")
@@ -77,9 +77,13 @@ def bundle():
     rng = np.random.default_rng(5)
     models = {name: SelectorModel.from_estimator(fit_selector(make_selector(name), X, T), FEATURES, variants=VARIANTS)
               for name in ("svm", "regression", "costmin", "lsq", "tree", "threshold")}
-    Xd = np.hstack([X, np.repeat([[4.0], [16.0]], 80, axis=0)])
+    millions = X * [1e-6, 1.0, 1.0]     # a size in millions: logged in a unit of its own (``unit``)
+    models["costmin"] = SelectorModel.from_estimator(fit_selector(make_selector("costmin"), millions, T), FEATURES,
+                                                     variants=VARIANTS)
+    Xd = np.hstack([millions, np.repeat([[4.0], [16.0]], 80, axis=0)])
     est = fit_selector(make_selector("svm"), Xd, T)
     models["svm-device"] = SelectorModel.from_estimator(est, FEATURES, variants=VARIANTS, device_features={"cores": 16.0})
+    assert all(models[n].params["unit"][0] < 1e-3 for n in ("costmin", "svm-device"))
     models["kernel"] = kernel_model(rng)
     models["gbt-per-variant"] = SelectorModel.from_estimator(RegressionSelector(per_variant=True, max_iter=40).fit(X, T),
                                                              FEATURES, variants=VARIANTS)
@@ -125,10 +129,11 @@ def test_header_compiles_warning_free_when_optimised_for_this_cpu(driver):
 
 def test_every_model_kind_chooses_as_python(bundle, driver):
     rng = np.random.default_rng(2)
-    # inside the training range, far outside it, signed/small values, and extremes of log1p's range
+    # inside the training ranges (counts, millions), far outside, signed/small values, extremes of log1p's range
     extremes = np.array([[0.0, 0.0, 0.0], [5e-324, -1e-310, 1e-300], [1e30, -1e30, 3e38], [1e15, -1e-9, -0.0]])
     X = np.vstack([problem(3000, 3)[0], np.column_stack([10 ** rng.uniform(-2, 10, 500), rng.normal(0, 5, 500),
-                                                         rng.uniform(-3, 3, 500)]), extremes])
+                                                         rng.uniform(-3, 3, 500)]),
+                   problem(1000, 4)[0] * [1e-6, 1.0, 1.0], extremes])        # the sizes in millions too
     for i, (device, entry) in enumerate(bundle.devices.items()):
         model = entry["model"]
         expected = [bundle.variants.index(model.variants[c]) for c in model.predict_index(X)]

@@ -114,3 +114,24 @@ def test_a_kernel_model_with_units_scales_its_features_before_the_log_compiled_a
     with pytest.raises(ValueError, match="units must be 2 positive finite numbers"):
         SelectorModel(variants=["u", "v", "w"], input_features=["a", "b"], kind="kernel",
                       params={**params, "unit": [0.0, 1.0]})._validate()
+
+
+@pytest.mark.parametrize("learner", ["svm", "costmin"])
+def test_svc_and_linear_models_with_units_evaluate_as_scikit_learn_compiled_and_in_numpy(learner):
+    """A learner fitted on a size in millions exports the column's unit (``unit``); the
+    compiled evaluator, NumPy and the fitted estimator choose alike, device features included."""
+    from nitro.learn import fit_selector, make_selector
+    rng = np.random.default_rng(8)
+    X = np.column_stack([10 ** rng.uniform(-4, 1, 300), rng.uniform(0, 1, 300), np.full(300, 7.0)])
+    T = np.column_stack([X[:, 0] + 1e-3, 0.5 * X[:, 0] ** 0.8 + 2e-3 * X[:, 1], np.full(300, 0.01)])
+    est = fit_selector(make_selector(learner), X, T)
+    model = SelectorModel.from_dict(json.loads(json.dumps(SelectorModel.from_estimator(
+        est, ["mrows", "share"], device_features={"dev": 7.0}, variants=["p", "q", "r"]).to_dict())))
+    assert model.params["unit"][0] < 1e-3 and model.params["unit"][1:] == [1.0, 1.0]
+    assert model.input_units() == model.params["unit"][:2]          # the input features' part
+    Q = np.column_stack([10 ** rng.uniform(-4, 1, 2000), rng.uniform(0, 1, 2000)])
+    expected = list(est.predict(np.hstack([Q, np.full((2000, 1), 7.0)])))
+    expected = [model.variants.index(str(v)) if str(v) in model.variants else int(v) for v in expected]
+    assert list(model.predict_index(Q)) == expected
+    assert list(model.compiled().predict_batch(Q)) == expected
+    assert [model.compiled().predict_one(list(row)) for row in Q[:200]] == expected[:200]

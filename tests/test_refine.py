@@ -339,18 +339,19 @@ def test_a_transferred_model_is_refitted_from_its_sources_rows_and_the_targets(s
     cv = code_variant(name, tagged(ran), {"x": lambda x: float(x)}, default="a")
     cv.model = tune_from_source(store, name, VARIANTS, ["x"], target="dev4", progress=False, save=False)
     refiner = cv.refine(store=store, device_id="dev4", budget=1.0, time_budget=None, quantile=1.0, refit_every=8)
-    assert isinstance(refiner._refit, SourcesRefit)
+    assert refiner.refit_in == "process" and isinstance(refiner.refit, SourcesRefit)   # fitted in a child
+    refit = refiner.refit                                 # read here: the child only fits
     for x in XS[:40]:
         cv(float(x))
     assert refiner.wait(60)
     stats = refiner.stop()
     assert stats["refits"] >= 1 and stats["refit_errors"] == 0, stats["last_refit_error"]
-    assert refiner._refit.error is None
-    recorded = refiner._refit.recorded                     # read at the first refit, with this session's first rows
+    assert refit.error is None and stats["refit_in"] == "process"
+    recorded = refit.recorded                     # read at the first refit, with this session's first rows
     assert recorded[(100.0,)][0] == 1e-3 and np.isnan(recorded[(100.0,)][1])          # skipped: not run
     assert np.isinf(recorded[(200.0,)][0]) and recorded[(200.0,)][1] == 1e-3           # failed
     X, T = refiner.rows()
-    assert refiner._refit(refiner.base, X, T).provenance["target_rows"] == len(X) + 2   # merged by features
+    assert refit(refiner.base, X, T).provenance["target_rows"] == len(X) + 2   # merged by features
     assert cv.model.kind == "gbt" and cv.model.variants == VARIANTS
     assert cv.model.provenance["method"] == "refined from sources' rows and target rows"
     assert SourcesRefit.for_model(kernel_model(), store, name, VARIANTS, ["x"]) is None   # not transferred

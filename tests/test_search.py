@@ -131,3 +131,13 @@ def test_early_stopping_retimes_undecided_contenders_only_up_to_max_repeats():
     measure_variants(variants, (1,), policy=policy, reference_variant="steady",
                      early_stopping=EarlyStopping(min_variants=3, race=10.0), verdict=verdict)
     assert verdict["status"] == "undecided" and verdict["rounds"] == 4   # exhaustive would go on to 16
+
+
+def test_spread_takes_a_size_in_millions_in_its_unit():
+    """Farthest points in millions spread over the decades as in counts (log1p alone is nearly
+    linear below 1: from the largest size it picked nothing between 103 and 360,000)."""
+    rng = np.random.default_rng(0)
+    X = np.exp(rng.uniform(np.log(100), np.log(1e7), (200, 1)))
+    for scale in (1.0, 1e6):
+        picked = X[spread_indices(X / scale, 6, start=int(X.argmax()))].ravel()
+        assert ((picked > 300) & (picked < 1e5)).sum() >= 2, scale

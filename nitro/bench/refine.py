@@ -18,12 +18,17 @@ Reported, all measured in the same run:
   their choice is reported against that optimum too;
 * the per-call overhead of refining when a call does not explore: the same small images
   dispatched alternately by a plain and by a refining copy of the code variant (same model),
-  each call timed, explored calls left out; the mean difference and the ratio.
+  each call timed, explored calls left out; the mean difference and the ratio;
+* calls during refits: plain calls on small images timed one by one while the stream's refit
+  (from the sources' rows and the stream's target rows) runs again and again beside them, in a
+  thread of this process and in a child process (``refit_in``), against the same calls with no
+  refit running: median, 99th and 99.9th percentiles and the slowest call.
 """
 from __future__ import annotations
 
 import platform
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -102,10 +107,54 @@ def _dispatch_overhead(model, calls: int, refine_options: dict) -> dict:
             "ratio": on.mean() / off.mean(), "median_ratio": float(np.median(on) / np.median(off))}
 
 
+def _calls_during_refits(model, refit, X, T, seconds: float) -> dict:
+    """Plain calls timed one by one on this thread while ``refit(model, X, T)`` runs in a loop
+    in another thread, itself (``thread``) or through a child process (``process``), and with no
+    refit running (``none``, the reference); percentiles in microseconds."""
+    from ..refit_worker import RefitProcess
+    images, _ = histogram.make_inputs(64, seed=98, min_bytes=1 << 10, max_bytes=4 << 10)
+    plain = histogram.make_code_variant("during-refits")
+    plain.model = model
+    out = {}
+    for where in ("none", "thread", "process"):
+        run = refit if where == "thread" else RefitProcess(refit) if where == "process" else None
+        done, refits, fit_seconds = threading.Event(), [0], [0.0]
+        if run is not None:
+            run(model, X, T)                          # the store read and the child's start: not measured
+
+            def loop():
+                while not done.is_set():
+                    t0 = time.perf_counter()
+                    run(model, X, T)
+                    fit_seconds[0] += time.perf_counter() - t0
+                    refits[0] += 1
+            worker = threading.Thread(target=loop, daemon=True)
+            worker.start()
+        calls, clock, end = [], time.perf_counter, time.perf_counter() + seconds
+        while clock() < end:
+            img = images[len(calls) % len(images)]
+            t0 = clock()
+            plain(img)
+            calls.append(clock() - t0)
+        done.set()
+        if run is not None:
+            worker.join()
+            if where == "process":
+                run.close()
+        us = 1e6 * np.array(calls)
+        out[where] = {"calls": len(calls), "refits": refits[0],
+                      "refit_seconds": fit_seconds[0] / refits[0] if refits[0] else None,
+                      "median_us": float(np.median(us)), "p99_us": float(np.percentile(us, 99)),
+                      "p999_us": float(np.percentile(us, 99.9)), "max_us": float(us.max())}
+    for where in ("thread", "process"):
+        out[where]["p999_ratio"] = out[where]["p999_us"] / out["none"]["p999_us"]
+    return out
+
+
 def bench_refine(stream: int = 400, seed: int = 0, budget: float = 0.02, time_budget: float | None = 0.01,
                  candidates: int | None = 2, quantile: float = 0.25, refit_every: int = 4, oracle_every: int = 20,
                  n_train: int = 48, n_test: int = 48, overhead_calls: int = 20000, datasets=None,
-                 repeats: int = 1) -> dict:
+                 repeats: int = 1, pause_seconds: float = 10.0) -> dict:
     """Run the comparison described in the module documentation."""
     if stream < 1 or oracle_every < 1:
         raise ValueError("bench refine needs a stream of at least one image and oracle_every >= 1")
@@ -117,13 +166,13 @@ def bench_refine(stream: int = 400, seed: int = 0, budget: float = 0.02, time_bu
         try:
             return _run(Store(client=server), here, stream, seed, budget, time_budget, candidates, quantile,
                         refit_every, oracle_every, n_train, n_test, overhead_calls, Path(datasets or DATASETS),
-                        started, repeats)
+                        started, repeats, pause_seconds)
         finally:
             embedded.shutdown(server)
 
 
 def _run(store, here, stream, seed, budget, time_budget, candidates, quantile, refit_every, oracle_every, n_train,
-         n_test, overhead_calls, datasets, started, repeats) -> dict:
+         n_test, overhead_calls, datasets, started, repeats, pause_seconds) -> dict:
     sources = import_sources(store, datasets, exclude=here)
     if not sources:
         raise ValueError(f"no recorded {NAME} data of another device under {datasets} (this machine is {here!r})")
@@ -171,8 +220,11 @@ def _run(store, here, stream, seed, budget, time_budget, candidates, quantile, r
             sampled_best += min(oracle.values())
             sampled_dispatched += oracle[hist.select(img)]
     refiner.wait(60)
+    refit = refiner.refit
     stats = refiner.stop()
     streamed = time.perf_counter()
+    X, T = refiner.rows()
+    during = _calls_during_refits(start_model, refit, X, T, pause_seconds) if pause_seconds > 0 and len(X) else None
 
     tuned = histogram.make_code_variant("histogram-tuned")
     tuner = Autotuner(tuned.name, store=store, progress=False)
@@ -197,14 +249,14 @@ def _run(store, here, stream, seed, budget, time_budget, candidates, quantile, r
         "stats": {k: stats[k] for k in ("calls", "candidate_calls", "explored", "time_skips", "target_inputs",
                                         "refits", "base_held", "refit_errors", "rows_recorded", "rows_written",
                                         "rows_dropped", "store_errors", "last_store_error", "last_refit_error",
-                                        "refit", "refit_fallback")},
+                                        "refit", "refit_fallback", "refit_in")},
         "refined_model_rows": hist.model.provenance.get("refined", {}).get(
             "target_rows", hist.model.provenance.get("target_rows", 0)),
         "stream_seconds": stream_seconds, "explore_extra_seconds": stats["extra_seconds"],
         "oracle_images": -(-stream // oracle_every), "dispatched_efficiency": efficiency,
         "stream_optimum_seconds": optimum,
         "stream_vs_optimum": stream_seconds / optimum, "explore_extra_vs_optimum": stats["extra_seconds"] / optimum,
-        "overhead": overhead,
+        "overhead": overhead, "calls_during_refits": during,
         "seconds": {"tune_from_source": built - started, "stream": streamed - built,
                     "total": time.perf_counter() - started},
     }
@@ -236,6 +288,21 @@ def format_refine(r: dict) -> str:
               f"+{o['overhead_us']:.2f} us (ratio {o['ratio']:.3f}; counter-only calls "
               f"+{o['overhead_non_candidate_us']:.2f} us, scored calls "
               f"+{o['overhead_candidate_us'] if o['overhead_candidate_us'] is not None else float('nan'):.2f} us)",
+              *_format_during(r.get("calls_during_refits")),
               f"time: tune_from_source {r['seconds']['tune_from_source']:.0f} s, stream "
               f"{r['seconds']['stream']:.0f} s, total {r['seconds']['total']:.0f} s"]
     return "\n".join(lines)
+
+
+def _format_during(d: dict | None) -> list[str]:
+    if not d:
+        return []
+    lines = ["plain calls on small images while refits run beside them (us):",
+             f"  {'refit':<10}{'calls':>8}{'refits':>8}{'s/refit':>9}{'median':>9}{'p99':>9}{'p99.9':>9}{'max':>10}"
+             f"{'p99.9 / none':>14}"]
+    for where, r in d.items():
+        per = f"{r['refit_seconds']:.2f}" if r["refit_seconds"] is not None else "-"
+        ratio = f"{r['p999_ratio']:.2f}" if "p999_ratio" in r else "1"
+        lines.append(f"  {where:<10}{r['calls']:>8}{r['refits']:>8}{per:>9}{r['median_us']:>9.1f}{r['p99_us']:>9.1f}"
+                     f"{r['p999_us']:>9.1f}{r['max_us']:>10.1f}{ratio:>14}")
+    return lines

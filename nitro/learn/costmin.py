@@ -40,7 +40,7 @@ class _LinearSelector(TimeSelector):
         return s.argmax(axis=1) if self.choose == "max" else s.argmin(axis=1)
 
     def export(self):
-        return "linear", {"log_mask": self.log_.log_mask_.tolist(), "mean": self.scaler_.mean_.tolist(),
+        return "linear", {**self.log_.export(), "mean": self.scaler_.mean_.tolist(),
                           "scale": self.scaler_.scale_.tolist(), "coef": self.coef_.tolist(),
                           "intercept": self.intercept_.tolist(), "choose": self.choose}
 

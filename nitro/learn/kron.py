@@ -27,22 +27,6 @@ def signed_log(X: np.ndarray) -> np.ndarray:
     return np.sign(X) * np.log1p(np.abs(X))
 
 
-def input_units(X: np.ndarray) -> np.ndarray:
-    """Per column of raw input features ``X``, the unit it is taken in before :func:`signed_log`:
-    1, except for a column most of whose nonzero values lie below 1 in magnitude while spanning
-    two decades or more (a count in millions, a density), where ``sign·log1p`` would be nearly
-    linear; that one is taken in units of its 5th percentile (of the nonzero magnitudes), so
-    that it is compressed as counts are and a change of units changes no choice."""
-    units = np.ones(X.shape[1])
-    for j in range(X.shape[1]):
-        a = np.abs(X[:, j][np.isfinite(X[:, j]) & (X[:, j] != 0)])
-        if len(a) >= 10:
-            low, high = np.percentile(a, [5, 95])
-            if np.median(a) < 1 and high > 100 * low:
-                units[j] = low
-    return units
-
-
 def fraction_targets(times: np.ndarray) -> np.ndarray:
     """``t_best / t_v`` along the last axis (0 for failed variants)."""
     t = np.where(np.isfinite(times) & (times > 0), times, np.inf)

@@ -5,7 +5,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..learn.kron import KronKRRGrid, fraction_targets, input_units, signed_log
+from ..learn.kron import KronKRRGrid, fraction_targets, signed_log
+from ..learn.preprocessing import input_units
 from .data import TransferData
 
 
@@ -33,7 +34,7 @@ class Prepared:
     X: np.ndarray                 # transformed, standardised input features of ALL inputs
     x_mean: np.ndarray
     x_scale: np.ndarray
-    x_unit: np.ndarray            # each input feature's unit before the signed log (kron.input_units)
+    x_unit: np.ndarray            # each input feature's unit before the signed log (preprocessing.input_units)
     D: np.ndarray                 # signed-log device features (all devices, all columns)
     grid: KronKRRGrid
 
@@ -58,6 +59,6 @@ class Prepared:
     def input_params(self) -> dict:
         """How an exported kernel model transforms its raw input features, as this did:
         ``signed_log``, ``mean``, ``scale`` and, where a feature is not taken in units of 1,
-        ``unit`` (:func:`nitro.learn.kron.input_units`)."""
+        ``unit`` (:func:`nitro.learn.preprocessing.input_units`)."""
         unit = {"unit": self.x_unit.tolist()} if (self.x_unit != 1.0).any() else {}
         return {"signed_log": True, "mean": self.x_mean.tolist(), "scale": self.x_scale.tolist(), **unit}

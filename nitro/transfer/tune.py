@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from .. import devices as devices_mod
-from ..dataset import Measurements, small_unit_notes
+from ..dataset import Measurements
 from ..learn.kron import varying_columns
 from ..measurement import TrainingRow
 from ..search import budget_count
@@ -104,9 +104,6 @@ def _load(store: Store, name: str, variants, features, sources, target, target_f
     provenance = {"method": "tune_from_source", "target": target, "sources": sources,
                   "sources_left_out": sources_left_out, "variants": choice.variants,
                   "variants_left_out": choice.left_out, "n_training_rows": int(len(train) * len(sources))}
-    notes = small_unit_notes(data.X[train], list(data.input_features))
-    if notes:
-        provenance["notes"] = notes
     return data, t, provenance
 
 
@@ -147,7 +144,11 @@ class SourcesRefit:
     sessions): each refit learns from those and this session's rows, merged by feature values
     (each variant's fastest time). Where the sources' rows cannot be read, refits correct the
     model as without them (:func:`nitro.refine.default_refit`), ``error`` says why, and a later
-    refit tries again (after ``RETRY`` seconds, doubling up to an hour: a store may come back)."""
+    refit tries again (after ``RETRY`` seconds, doubling up to an hour: a store may come back).
+
+    The reading is :meth:`prepare`, which a refit in another process
+    (:class:`nitro.refit_worker.RefitProcess`) runs in the serving process; ``version`` counts
+    the reads that changed what a refit learns from, and a pickled copy leaves the store out."""
 
     RETRY = 30.0
 
@@ -155,8 +156,16 @@ class SourcesRefit:
         self.store, self.name, self.variants, self.features, self.options = store, name, variants, features, options
         self.refit, self.error = None, None
         self.recorded: dict = {}
+        self.version = 0
         self._lock = threading.Lock()
         self._retry_at, self._backoff = 0.0, self.RETRY
+
+    def __getstate__(self):
+        return {**self.__dict__, "store": None, "_lock": None}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     @classmethod
     def for_model(cls, model: SelectorModel, store, name: str, variants: list[str], features: list[str]):
@@ -168,9 +177,11 @@ class SourcesRefit:
         return cls(store, name, variants, features, sources=p["sources"], target=p["target"],
                    keep_variants=p.get("variants"))
 
-    def __call__(self, base, X, times):
+    def prepare(self, base) -> None:
+        """Read the sources' rows and the target's recorded ones, once they are read (a failed
+        read is tried again after the back-off); nothing to do without a store (a pickled copy)."""
         with self._lock:
-            if self.refit is None and time.monotonic() >= self._retry_at:
+            if self.refit is None and self.store is not None and time.monotonic() >= self._retry_at:
                 try:
                     store = Store(self.store) if isinstance(self.store, str) else self.store
                     refit = refit_from_sources(store, self.name, self.variants, self.features, **self.options)
@@ -178,10 +189,14 @@ class SourcesRefit:
                     self.recorded = _recorded_rows(store, self.name, target, list(base.variants),
                                                    list(base.input_features))
                     self.refit, self.error = refit, None
+                    self.version += 1
                 except Exception as exc:  # the rows cannot be read: refine as without them for now
                     self.error = f"{type(exc).__name__}: {exc}"
                     self._retry_at = time.monotonic() + self._backoff
                     self._backoff = min(2.0 * self._backoff, 3600.0)
+
+    def __call__(self, base, X, times):
+        self.prepare(base)
         if self.refit is None:
             from ..refine import default_refit
             return default_refit(base, X, times)

@@ -37,7 +37,8 @@ def test_import_sources_leaves_this_machine_out(tmp_path, embedded_redis):
 def test_bench_refine_json(tmp_path, capsys):
     root = relabelled(tmp_path)
     assert main(["bench", "refine", "--json", "--stream", "30", "--train", "6", "--test", "4", "--budget", "0.1",
-                 "--refit-every", "1", "--oracle-every", "10", "--overhead-calls", "300", "--datasets", str(root)]) == 0
+                 "--refit-every", "1", "--oracle-every", "10", "--overhead-calls", "300", "--pause-seconds", "0.5",
+                 "--datasets", str(root)]) == 0
     r = json.loads(capsys.readouterr().out)
     assert r["sources"] == ["cpu_elsewhere"] and r["device"] == cpu_device_id()
     assert set(r["percent_of_optimum"]) == {"start (tune_from_source)", "refined", "tuned here (tune)"}
@@ -45,4 +46,6 @@ def test_bench_refine_json(tmp_path, capsys):
     assert s["explored"] <= 0.1 * s["calls"] + 1 and s["rows_written"] == s["rows_recorded"]
     assert s["store_errors"] == 0 and r["oracle_images"] == 3 and r["overhead"]["calls"] == 300
     assert s["refit"] == "SourcesRefit" and s["refit_fallback"] is None and s["refit_errors"] == 0
+    during = r["calls_during_refits"]
+    assert list(during) == ["none", "thread", "process"] and all(d["calls"] > 0 for d in during.values())
     assert main(["bench", "refine", "--datasets", str(tmp_path / "nothing")]) == 2

@@ -141,3 +141,20 @@ def test_the_default_bound_follows_the_dispatch_budget_and_bad_bounds_are_refuse
     assert len(est.pipeline_[-1].support_) <= max_centres(100) == 117 < est.n_support_fitted_
     with pytest.raises(ValueError, match="max_centres"):
         SVMSelector(max_support_vectors=0).fit(X[:50], y[:50])
+
+
+def test_a_size_in_millions_is_learnt_as_well_as_in_counts():
+    """``log1p`` is nearly linear below 1: sizes in millions (1e-4 to 10) crowd together unless
+    taken in a unit of their own (LogHeavyTails.unit_), and a threshold at 1,000 is lost."""
+    rng = np.random.default_rng(3)
+    sizes = 10 ** rng.uniform(2, 7, 300)
+    y = np.where(sizes < 1e3, "small", "large")
+    test = 10 ** rng.uniform(2, 7, 2000)
+    truth = np.where(test < 1e3, "small", "large")
+    counts = (SVMSelector().fit(sizes[:, None], y).predict(test[:, None]) == truth).mean()
+    est = SVMSelector().fit(sizes[:, None] / 1e6, y)
+    millions = (est.predict(test[:, None] / 1e6) == truth).mean()
+    assert counts >= 0.97 and millions >= counts - 0.01
+    model = SelectorModel.from_estimator(est, ["mrows"])
+    assert model.params["unit"][0] == est.pipeline_[0].unit_[0] < 1e-3
+    assert list(model.compiled().predict_batch(test[:, None] / 1e6)) == list(model.predict_index(test[:, None] / 1e6))

@@ -1,0 +1,90 @@
+"""Refits in a child process: the model comes back whole, a failing or dying child is counted
+and replaced, an unpicklable refit runs in a thread, and stopping ends the child."""
+import functools
+import sys
+
+import numpy as np
+import pytest
+
+from nitro import SelectorModel, code_variant
+from nitro.refine import Refiner, default_refit
+from nitro.refit_worker import RefitProcess
+
+VARIANTS = ["a", "b", "c"]
+XS = np.exp(np.linspace(0.0, 2.5, 97)) - 1.0
+
+
+def kernel_model():
+    return SelectorModel(variants=VARIANTS, input_features=["x"], kind="kernel", params={
+        "mean": [0.0], "scale": [1.0], "gamma": 1.0, "centers": [[0.0], [1.0], [2.0]],
+        "weights": np.eye(3).tolist(), "offset": [0.0] * 3})
+
+
+def rows():
+    """Every variant timed on every input: ``c`` is fastest above 5, ``a`` below."""
+    return XS[:, None], np.column_stack([1.0 + (XS > 5), 1.5 + 0 * XS, 1.0 + (XS <= 5)])
+
+
+def refiner_of(model=None, **options):
+    cv = code_variant("in-a-process", {v: (lambda x, v=v: v) for v in VARIANTS}, {"x": lambda x: float(x)}, default="a")
+    cv.model = model or kernel_model()
+    return cv, Refiner(cv._dispatcher, cv.name, **{"refit_every": 10 ** 9, **options})
+
+
+def feed(refiner, X, T):
+    for x, t in zip(X, T):
+        refiner._rows[tuple(x)] = (list(x), dict(zip(VARIANTS, t)), {})
+
+
+def test_the_child_refits_as_the_thread_does_and_is_ended_by_stop():
+    cv, refiner = refiner_of()
+    assert refiner.refit_in == "process" and isinstance(refiner._refit, RefitProcess)
+    X, T = rows()
+    feed(refiner, X, T)
+    assert refiner.refit_now(), refiner.stats()["last_refit_error"]
+    expected = default_refit(refiner.base, X, T)                # the same refit, in this process
+    assert cv.model.to_dict()["params"] == expected.to_dict()["params"] and cv.model is not refiner.base
+    child = refiner._refit._proc
+    assert child.poll() is None and child.pid != 0
+    stats = refiner.stop()
+    assert stats["refit_in"] == "process" and stats["refit"] == "default_refit" and stats["refits"] == 1
+    assert child.poll() is not None                               # stopping ended the child
+
+
+def test_an_error_in_the_child_is_counted_and_the_model_stays():
+    constant = SelectorModel(variants=VARIANTS, input_features=["x"], kind="constant", params={"label": 0})
+    cv, refiner = refiner_of(constant, refit=functools.partial(default_refit, min_complete="many"))
+    feed(refiner, *rows())
+    assert not refiner.refit_now()
+    stats = refiner.stop()
+    assert stats["refit_errors"] == 1
+    assert stats["last_refit_error"].startswith("RuntimeError: in the refit process: UFuncTypeError: ufunc 'less'")
+    assert cv.model is refiner.base
+
+
+def test_a_child_that_dies_mid_refit_is_counted_and_replaced(monkeypatch):
+    cv, refiner = refiner_of()
+    feed(refiner, *rows())
+    process = refiner._refit
+    start = RefitProcess._start
+    # a child that reads the first bytes of the message and exits with status 3
+    monkeypatch.setattr(RefitProcess, "_start", lambda self: __import__("subprocess").Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.buffer.read(8); sys.exit(3)"],
+        stdin=__import__("subprocess").PIPE, stdout=__import__("subprocess").PIPE))
+    assert not refiner.refit_now()
+    assert "the refit process ended with exit code 3" in refiner.stats()["last_refit_error"]
+    monkeypatch.setattr(RefitProcess, "_start", start)
+    assert refiner.refit_now() and process._proc.poll() is None     # a new child, the refit made
+    assert refiner.stop()["refit_errors"] == 1
+
+
+def test_a_refit_that_cannot_be_pickled_runs_in_a_thread():
+    cv, refiner = refiner_of(refit=lambda base, X, times: default_refit(base, X, times))
+    stats = refiner.stats()
+    assert stats["refit_in"] == "thread" and "cannot be pickled" in stats["refit_in_fallback"]
+    feed(refiner, *rows())
+    assert refiner.refit_now()
+    refiner.stop()
+    with pytest.raises(ValueError, match="refit_in is 'process' or 'thread'"):
+        refiner_of(refit_in="fork")
+    assert refiner_of(background=False)[1].refit_in == "thread"     # a replay refits in its own thread
