@@ -482,18 +482,15 @@ class Refiner:
     def refit(self) -> Callable:
         """The refit ``refit(base, X, times)`` (the callable a child process runs, when refits
         run in one)."""
-        return self._refit.refit if self.refit_in == "process" else self._refit
+        return getattr(self._refit, "refit", self._refit) if self.refit_in == "process" else self._refit
 
     def _in_process(self, refit):
         """``refit`` run by a child process, or ``refit`` itself when it cannot be pickled."""
-        import pickle
-        try:
-            pickle.dumps(refit)
-        except Exception as exc:  # a lambda, a closure, a store client: refit in a thread
-            self.refit_in = "thread"
-            self._refit_in_fallback = f"the refit cannot be pickled ({type(exc).__name__}: {exc})"[:500]
+        from .refit_worker import RefitProcess, unpicklable
+        why = unpicklable(refit)
+        if why is not None:               # a lambda, a closure, a store client: refit in a thread
+            self.refit_in, self._refit_in_fallback = "thread", why
             return refit
-        from .refit_worker import RefitProcess
         return RefitProcess(refit)
 
     def _swap(self, model: SelectorModel) -> bool:
@@ -596,6 +593,7 @@ class Refiner:
         c = dict(self._counts)
         with self._rows_lock:
             inputs = len(self._rows)
+        in_thread = getattr(self._refit, "fallback", None) if self.refit_in == "process" else None
         return {"calls": self.calls, **c, "explored_fraction": c["explored"] / self.calls if self.calls else 0.0,
                 "budget": self.budget, "stride": self.stride, "threshold": self.threshold,
                 "target_inputs": inputs, "queued": self._queue.qsize() if self._queue is not None else 0,
@@ -603,5 +601,6 @@ class Refiner:
                 "served_seconds": self.served_seconds, "time_budget": self.time_budget,
                 "last_store_error": self.last_store_error, "last_refit_error": self.last_refit_error,
                 "refit": getattr(self._refit, "__name__", type(self._refit).__name__),
-                "refit_fallback": getattr(self._refit, "error", None), "refit_in": self.refit_in,
-                "refit_in_fallback": self._refit_in_fallback, "active": not self._stopped}
+                "refit_fallback": getattr(self._refit, "error", None),
+                "refit_in": "thread" if in_thread else self.refit_in,
+                "refit_in_fallback": in_thread or self._refit_in_fallback, "active": not self._stopped}

@@ -4,13 +4,16 @@ A refit in a thread of the serving process holds the interpreter lock whenever i
 runs between NumPy and scikit-learn calls: on a 2-core VM a plain call's 99.9th percentile rose
 from 0.1 ms to 5–8 ms during refits, single calls to 40–170 ms. :class:`RefitProcess` runs the
 refit callable in a child interpreter instead (``python -m nitro.refit_worker``, started at the
-first refit, at a lower scheduling priority, in a session of its own so that Ctrl-C reaches only
-the application). Messages are pickled frames over the child's pipes (never over the network,
+first refit, at a lower scheduling priority, with one OpenMP thread fewer than the machine has
+cores unless ``OMP_NUM_THREADS`` says otherwise, in a session of its own so that Ctrl-C reaches
+only the application). Messages are pickled frames over the child's pipes (never over the network,
 never from the store): the refit callable (sent again only when its state changed), the model
 refining began with (sent once) and each refit's rows; only the new model comes back, as plain
 data validated on load (:meth:`nitro.SelectorModel.from_dict`). A child that dies is started
 again at the next refit; its exit code is in the error the refit raises (counted by the
-refiner, the old model stays).
+refiner, the old model stays). Where no child ever answers (an interpreter embedded in another
+program, whose ``sys.executable`` is not Python), refits run in the calling thread from then on
+and ``fallback`` says why.
 
 A refit callable that reads something first (the sources' rows in the store:
 :class:`nitro.transfer.tune.SourcesRefit`) does that in the serving process through its
@@ -49,6 +52,15 @@ def _read(stream):
     return pickle.loads(data)
 
 
+def unpicklable(refit) -> str | None:
+    """Why ``refit`` cannot go to a child process (it cannot be pickled), or ``None``."""
+    try:
+        pickle.dumps(refit, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:  # pickling raises what the object's reducers raise
+        return f"the refit cannot be pickled ({type(exc).__name__}: {exc})"[:500]
+    return None
+
+
 class RefitProcess:
     """``refit(base, X, times)`` (refining mode's refit signature) run in a child process; see
     the module documentation. ``error`` and ``__name__`` are the wrapped refit's, so that the
@@ -62,6 +74,11 @@ class RefitProcess:
         self._base_id: int | None = None         # id of the base model the child holds
         self._lock = threading.Lock()
         self._closed = False
+        self._answered = False                   # whether any child has answered
+        self.fallback: str | None = None         # why refits run in the calling thread instead
+
+    def _give_up(self, why: str):
+        self.fallback = f"no refit process ({why}): refits run in a thread"[:500]
 
     @property
     def error(self):
@@ -70,12 +87,16 @@ class RefitProcess:
     def _start(self) -> subprocess.Popen:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)    # the same nitro as here
+        if "OMP_NUM_THREADS" not in env:        # leave a core to the calls being served
+            env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 2) - 1))
         self._sent = self._base_id = None
         return subprocess.Popen([sys.executable, "-m", "nitro.refit_worker"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
                                 start_new_session=True, close_fds=True)
 
     def __call__(self, base: SelectorModel, X, times) -> SelectorModel | None:
+        if self.fallback is not None:
+            return self.refit(base, X, times)
         prepare = getattr(self.refit, "prepare", None)
         if prepare is not None:
             prepare(base)                        # reads (the store) here; the child only fits
@@ -83,7 +104,11 @@ class RefitProcess:
             if self._closed:
                 return None
             if self._proc is None or self._proc.poll() is not None:
-                self._proc = self._start()
+                try:
+                    self._proc = self._start()
+                except OSError as exc:
+                    self._give_up(f"{sys.executable!r} cannot start: {exc}")
+                    return self.refit(base, X, times)
             proc = self._proc
             key = (id(self.refit), getattr(self.refit, "version", 0))
             message = {"refit": self.refit if key != self._sent else None,
@@ -99,8 +124,13 @@ class RefitProcess:
                 code = None
             with self._lock:
                 self._sent = self._base_id = None
-            raise RuntimeError(f"the refit process {'ended with exit code ' + str(code) if code is not None else 'failed'}"
-                               f" ({type(exc).__name__}: {exc})") from None
+            why = (f"the refit process {'ended with exit code ' + str(code) if code is not None else 'failed'}"
+                   f" ({type(exc).__name__}: {exc})")
+            if not self._answered and not self._closed:    # it never worked here: not a crash mid-refit
+                self._give_up(f"{sys.executable} -m nitro.refit_worker: {why}")
+                return self.refit(base, X, times)
+            raise RuntimeError(why) from None
+        self._answered = True
         if status == "error":
             raise RuntimeError(f"in the refit process: {value}")
         return None if value is None else SelectorModel.from_dict(value)

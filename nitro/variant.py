@@ -202,8 +202,8 @@ class CodeVariant:
         refitted from its sources' rows in ``store`` and the target's rows together
         (:class:`nitro.transfer.tune.SourcesRefit`), any other by :func:`nitro.refine.default_refit`.
         Options: ``budget`` (0.02 of calls), ``time_budget`` (0.01 of the served time),
-        ``candidates`` (2), ``quantile``, ``refit_every``, ``refit``,
-        ... (:class:`nitro.refine.Refiner`).
+        ``candidates`` (2), ``quantile``, ``refit_every``, ``refit``, ``refit_in`` (``"process"``:
+        refits in a child process; ``"thread"``), ... (:class:`nitro.refine.Refiner`).
         Returns the :class:`~nitro.refine.Refiner` (``stats()``, ``stop()``), or ``None`` when
         turned off. A previous refiner is stopped first."""
         if on is not None and not isinstance(on, bool):

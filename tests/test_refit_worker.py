@@ -66,6 +66,9 @@ def test_a_child_that_dies_mid_refit_is_counted_and_replaced(monkeypatch):
     cv, refiner = refiner_of()
     feed(refiner, *rows())
     process = refiner._refit
+    assert refiner.refit_now()                                       # a child that has answered
+    process._proc.kill()
+    process._proc.wait()
     start = RefitProcess._start
     # a child that reads the first bytes of the message and exits with status 3
     monkeypatch.setattr(RefitProcess, "_start", lambda self: __import__("subprocess").Popen(
@@ -75,7 +78,23 @@ def test_a_child_that_dies_mid_refit_is_counted_and_replaced(monkeypatch):
     assert "the refit process ended with exit code 3" in refiner.stats()["last_refit_error"]
     monkeypatch.setattr(RefitProcess, "_start", start)
     assert refiner.refit_now() and process._proc.poll() is None     # a new child, the refit made
-    assert refiner.stop()["refit_errors"] == 1
+    stats = refiner.stop()
+    assert stats["refit_errors"] == 1 and stats["refit_in"] == "process" and stats["refit_in_fallback"] is None
+
+
+def test_where_no_child_ever_answers_refits_run_in_a_thread(monkeypatch):
+    """An interpreter embedded in another program: ``sys.executable`` is not Python."""
+    cv, refiner = refiner_of()
+    feed(refiner, *rows())
+    monkeypatch.setattr(sys, "executable", "/bin/false")
+    assert refiner.refit_now()                                       # made in this process instead
+    stats = refiner.stats()
+    assert stats["refit_in"] == "thread" and "exit code 1" in stats["refit_in_fallback"]
+    assert refiner.refit_now() and refiner._refit._proc.poll() is not None   # no new child tried
+    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
+    cv, refiner = refiner_of()
+    feed(refiner, *rows())
+    assert refiner.refit_now() and "cannot start" in refiner.stats()["refit_in_fallback"]
 
 
 def test_a_refit_that_cannot_be_pickled_runs_in_a_thread():

@@ -145,7 +145,8 @@ def _calls_during_refits(model, refit, X, T, seconds: float) -> dict:
         out[where] = {"calls": len(calls), "refits": refits[0],
                       "refit_seconds": fit_seconds[0] / refits[0] if refits[0] else None,
                       "median_us": float(np.median(us)), "p99_us": float(np.percentile(us, 99)),
-                      "p999_us": float(np.percentile(us, 99.9)), "max_us": float(us.max())}
+                      "p999_us": float(np.percentile(us, 99.9)), "max_us": float(us.max()),
+                      "over_1ms": int((us > 1e3).sum()), "over_10ms": int((us > 1e4).sum())}
     for where in ("thread", "process"):
         out[where]["p999_ratio"] = out[where]["p999_us"] / out["none"]["p999_us"]
     return out
@@ -299,10 +300,10 @@ def _format_during(d: dict | None) -> list[str]:
         return []
     lines = ["plain calls on small images while refits run beside them (us):",
              f"  {'refit':<10}{'calls':>8}{'refits':>8}{'s/refit':>9}{'median':>9}{'p99':>9}{'p99.9':>9}{'max':>10}"
-             f"{'p99.9 / none':>14}"]
+             f"{'>1 ms':>7}{'>10 ms':>7}{'p99.9 / none':>14}"]
     for where, r in d.items():
         per = f"{r['refit_seconds']:.2f}" if r["refit_seconds"] is not None else "-"
         ratio = f"{r['p999_ratio']:.2f}" if "p999_ratio" in r else "1"
         lines.append(f"  {where:<10}{r['calls']:>8}{r['refits']:>8}{per:>9}{r['median_us']:>9.1f}{r['p99_us']:>9.1f}"
-                     f"{r['p999_us']:>9.1f}{r['max_us']:>10.1f}{ratio:>14}")
+                     f"{r['p999_us']:>9.1f}{r['max_us']:>10.1f}{r['over_1ms']:>7}{r['over_10ms']:>7}{ratio:>14}")
     return lines
