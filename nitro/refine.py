@@ -482,7 +482,7 @@ class Refiner:
     def refit(self) -> Callable:
         """The refit ``refit(base, X, times)`` (the callable a child process runs, when refits
         run in one)."""
-        return getattr(self._refit, "refit", self._refit) if self.refit_in == "process" else self._refit
+        return self._refit.refit if self.refit_in == "process" else self._refit
 
     def _in_process(self, refit):
         """``refit`` run by a child process, or ``refit`` itself when it cannot be pickled."""
