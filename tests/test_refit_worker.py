@@ -1,6 +1,8 @@
 """Refits in a child process: the model comes back whole, a failing or dying child is counted
 and replaced, an unpicklable refit runs in a thread, and stopping ends the child."""
 import functools
+import importlib.util
+import subprocess
 import sys
 
 import numpy as np
@@ -8,7 +10,7 @@ import pytest
 
 from nitro import SelectorModel, code_variant
 from nitro.refine import Refiner, default_refit
-from nitro.refit_worker import RefitProcess
+from nitro.refit_worker import RefitProcess, unpicklable
 
 VARIANTS = ["a", "b", "c"]
 XS = np.exp(np.linspace(0.0, 2.5, 97)) - 1.0
@@ -70,10 +72,11 @@ def test_a_child_that_dies_mid_refit_is_counted_and_replaced(monkeypatch):
     process._proc.kill()
     process._proc.wait()
     start = RefitProcess._start
-    # a child that reads the first bytes of the message and exits with status 3
-    monkeypatch.setattr(RefitProcess, "_start", lambda self: __import__("subprocess").Popen(
-        [sys.executable, "-c", "import sys; sys.stdin.buffer.read(8); sys.exit(3)"],
-        stdin=__import__("subprocess").PIPE, stdout=__import__("subprocess").PIPE))
+    # a child that says it is ready, reads the first bytes of the message and exits with status 3
+    monkeypatch.setattr(RefitProcess, "_start", lambda self: subprocess.Popen([sys.executable, "-c", (
+        "import os, pickle, struct, sys; d = pickle.dumps(('ready', os.getpid())); "
+        "sys.stdout.buffer.write(struct.pack('<Q', len(d)) + d); sys.stdout.buffer.flush(); "
+        "sys.stdin.buffer.read(8); sys.exit(3)")], stdin=subprocess.PIPE, stdout=subprocess.PIPE))
     assert not refiner.refit_now()
     assert "the refit process ended with exit code 3" in refiner.stats()["last_refit_error"]
     monkeypatch.setattr(RefitProcess, "_start", start)
@@ -90,7 +93,7 @@ def test_where_no_child_ever_answers_refits_run_in_a_thread(monkeypatch):
     assert refiner.refit_now()                                       # made in this process instead
     stats = refiner.stats()
     assert stats["refit_in"] == "thread" and "exit code 1" in stats["refit_in_fallback"]
-    assert refiner.refit_now() and refiner._refit._proc.poll() is not None   # no new child tried
+    assert refiner.refit_now() and refiner._refit._proc is None   # no new child tried
     monkeypatch.setattr(sys, "executable", "/nonexistent/python")
     cv, refiner = refiner_of()
     feed(refiner, *rows())
@@ -107,3 +110,25 @@ def test_a_refit_that_cannot_be_pickled_runs_in_a_thread():
     with pytest.raises(ValueError, match="refit_in is 'process' or 'thread'"):
         refiner_of(refit_in="fork")
     assert refiner_of(background=False)[1].refit_in == "thread"     # a replay refits in its own thread
+
+
+def test_a_refit_the_child_cannot_import_runs_in_a_thread(tmp_path):
+    """A refit from a module only this process can import (here one loaded from a file that is
+    on no path; in applications, one defined in ``__main__``) is refitted in a thread."""
+    (tmp_path / "only_here.py").write_text("from nitro.refine import default_refit\n\n\n"
+                                           "def my_refit(base, X, times):\n    return default_refit(base, X, times)\n")
+    spec = importlib.util.spec_from_file_location("nitro_only_here", tmp_path / "only_here.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["nitro_only_here"] = module
+    try:
+        spec.loader.exec_module(module)
+        cv, refiner = refiner_of(refit=module.my_refit)
+        assert refiner.refit_in == "process"                  # it pickles here
+        feed(refiner, *rows())
+        assert refiner.refit_now()
+        stats = refiner.stop()
+        assert stats["refit_in"] == "thread" and "cannot load the refit" in stats["refit_in_fallback"]
+    finally:
+        del sys.modules["nitro_only_here"]
+    module.my_refit.__module__ = "__main__"
+    assert "defined in __main__" in unpicklable(module.my_refit)
