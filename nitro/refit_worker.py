@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import os
 import pickle
-import select
+import selectors
+import signal
 import struct
 import subprocess
 import sys
 import threading
+import time
 
 from .model import SelectorModel
 
@@ -71,6 +73,7 @@ class RefitProcess:
     they do; :meth:`close` ends the child."""
 
     READY_TIMEOUT = 60.0     # seconds a new child may take to import nitro and say it is ready
+    READY_MAX = 1024         # bytes of a ready frame at most (more: not our child talking)
 
     def __init__(self, refit):
         self.refit = refit
@@ -80,6 +83,7 @@ class RefitProcess:
         self._base: SelectorModel | None = None  # the base model the child holds
         self._lock = threading.Lock()
         self._closed = False
+        self._starting: subprocess.Popen | None = None   # a child not ready yet (close() ends it too)
         self.fallback: str | None = None
 
     @property
@@ -96,24 +100,43 @@ class RefitProcess:
                                 start_new_session=True, close_fds=True)
 
     def _ready(self, proc: subprocess.Popen) -> str | None:
-        """Wait for a new child's ready frame; why it never came, or ``None``."""
-        ready, _, _ = select.select([proc.stdout], [], [], self.READY_TIMEOUT)
-        if not ready:
-            return f"no answer within {self.READY_TIMEOUT:g} s"
+        """Wait (``READY_TIMEOUT`` at most) for a new child's ready frame, read from its pipe's
+        descriptor directly (the buffered reader has read nothing yet); why it never came, or
+        ``None``."""
+        fd, data = proc.stdout.fileno(), b""
+        deadline = time.monotonic() + self.READY_TIMEOUT
+        with selectors.DefaultSelector() as sel:      # epoll/poll: no limit on descriptor numbers
+            sel.register(fd, selectors.EVENT_READ)
+            while True:
+                need = _HEADER.size + (_HEADER.unpack(data[:_HEADER.size])[0] if len(data) >= _HEADER.size else 0)
+                if need > self.READY_MAX:
+                    return "an unexpected first message"
+                if len(data) >= need and len(data) > _HEADER.size:
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0 or not sel.select(left):
+                    return f"no answer within {self.READY_TIMEOUT:g} s"
+                chunk = os.read(fd, need - len(data) if len(data) >= _HEADER.size else _HEADER.size - len(data))
+                if not chunk:
+                    return "it ended before saying it was ready"
+                data += chunk
         try:
-            if pickle.loads(_read_raw(proc.stdout)) == ("ready", proc.pid):
-                return None
-            return "an unexpected first message"
-        except Exception as exc:  # EOF (it exited), garbage from a program that is not Python
-            return f"{type(exc).__name__}: {exc}"
+            ok = pickle.loads(data[_HEADER.size:]) == ("ready", proc.pid)
+        except Exception as exc:  # garbage from a program that is not nitro's worker
+            return f"an unexpected first message ({type(exc).__name__})"
+        return None if ok else "an unexpected first message"
 
     @staticmethod
     def _end(proc: subprocess.Popen | None) -> int | None:
-        """Kill ``proc`` if it runs, close its pipes; its exit code."""
+        """Kill ``proc`` and its process group (what a refit may have started) if it runs, close
+        its pipes; its exit code."""
         if proc is None:
             return None
         if proc.poll() is None:
-            proc.kill()
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)        # its own session: pgid == pid
+            except (OSError, AttributeError):
+                proc.kill()
         code = proc.wait()
         for stream in (proc.stdin, proc.stdout):
             try:
@@ -135,16 +158,26 @@ class RefitProcess:
         self._end(old)
         try:
             proc = self._start()
-        except OSError as exc:
+        except (OSError, TypeError, ValueError) as exc:   # no executable, or none that can run here
             self.fallback = f"no refit process ({sys.executable!r} cannot start: {exc}): refits run in a thread"
             return None
-        why = self._ready(proc)
+        with self._lock:
+            self._starting = proc
+            closed = self._closed
+        try:
+            why = None if closed else self._ready(proc)
+        except BaseException:
+            self._end(proc)
+            raise
+        finally:
+            with self._lock:
+                self._starting = None
         with self._lock:
             if why is None and not self._closed:
                 self._proc = proc
                 return proc
         code = self._end(proc)
-        if why is not None:
+        if why is not None and not self._closed:
             self.fallback = (f"no refit process ({sys.executable} -m nitro.refit_worker: {why}, exit code {code}): "
                              "refits run in a thread")[:500]
         return None
@@ -183,6 +216,8 @@ class RefitProcess:
         if status == "unloadable":               # the child cannot import what the refit needs
             with self._lock:
                 self.fallback = f"no refit process ({value}): refits run in a thread"[:500]
+                idle, self._proc = self._proc, None
+            self._end(idle)
             return self.refit(base, X, times)
         if status == "error":
             raise RuntimeError(f"in the refit process: {value}")
@@ -192,8 +227,13 @@ class RefitProcess:
         """End the child (at once: a refit still running there is abandoned)."""
         with self._lock:
             self._closed = True
-            proc, self._proc = self._proc, None
+            proc, self._proc, starting = self._proc, None, self._starting
         self._end(proc)
+        if starting is not None and starting.poll() is None:
+            try:                                 # the refit thread waiting for it ends it and closes its pipes
+                os.killpg(starting.pid, signal.SIGKILL)
+            except OSError:
+                starting.kill()
 
 
 def serve(inp, out) -> None:

@@ -94,10 +94,24 @@ def test_where_no_child_ever_answers_refits_run_in_a_thread(monkeypatch):
     stats = refiner.stats()
     assert stats["refit_in"] == "thread" and "exit code 1" in stats["refit_in_fallback"]
     assert refiner.refit_now() and refiner._refit._proc is None   # no new child tried
-    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
+    for program in ("/bin/echo", "/nonexistent/python"):   # a program that is not Python; none at all
+        monkeypatch.setattr(sys, "executable", program)
+        cv, refiner = refiner_of()
+        feed(refiner, *rows())
+        assert refiner.refit_now() and refiner.stats()["refit_in"] == "thread"
+    assert "cannot start" in refiner.stats()["refit_in_fallback"]
+
+
+def test_a_child_that_says_nothing_is_given_up_after_the_ready_timeout(monkeypatch):
+    """A prompt shorter than a frame header, then silence: given up on, killed, and the
+    refit made in this process."""
+    monkeypatch.setattr(RefitProcess, "READY_TIMEOUT", 1.0)
+    monkeypatch.setattr(RefitProcess, "_start", lambda self: subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; sys.stdout.write('> '); sys.stdout.flush(); time.sleep(60)")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True))
     cv, refiner = refiner_of()
     feed(refiner, *rows())
-    assert refiner.refit_now() and "cannot start" in refiner.stats()["refit_in_fallback"]
+    assert refiner.refit_now() and "no answer within 1 s" in refiner.stats()["refit_in_fallback"]
 
 
 def test_a_refit_that_cannot_be_pickled_runs_in_a_thread():
