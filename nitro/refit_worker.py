@@ -3,9 +3,10 @@
 A refit in a thread of the serving process holds the interpreter lock whenever its Python code
 runs between NumPy and scikit-learn calls: on a 2-core VM plain calls' 99.9th percentile rose
 15-fold during refits (``nitro bench refine``; in a child process: 1.1-fold). :class:`RefitProcess`
-runs the refit callable in a child interpreter instead (``python -m nitro.refit_worker``, started
-at the first refit, which waits for its ready message; at a lower scheduling priority, with one
-OpenMP thread fewer than the machine has cores unless ``OMP_NUM_THREADS`` says otherwise, in a
+runs the refit callable in a child interpreter instead (``python -m nitro.refit_worker``, one per
+process, shared by every refit there, which queue for it: :class:`_Worker`; started at the first
+refit, which waits for its ready message, and ended when its last client closes; at a lower
+scheduling priority, with one OpenMP thread fewer than the machine has cores unless ``OMP_NUM_THREADS`` says otherwise, in a
 session of its own so that Ctrl-C reaches only the application). Messages are pickled frames over
 the child's pipes (never over the network, never from the store): the refit callable (sent again
 only when its state changed), the model refining began with (sent once) and each refit's rows;
@@ -22,6 +23,7 @@ A refit callable that reads something first (the sources' rows in the store:
 """
 from __future__ import annotations
 
+import itertools
 import os
 import pickle
 import selectors
@@ -66,29 +68,80 @@ def unpicklable(refit) -> str | None:
     return None
 
 
-class RefitProcess:
-    """``refit(base, X, times)`` (refining mode's refit signature) run in a child process; see
-    the module documentation. ``error`` and ``__name__`` are the wrapped refit's, so that the
-    refiner's statistics name it; ``fallback`` says why refits run in the calling thread, if
-    they do; :meth:`close` ends the child."""
+def _end(proc: subprocess.Popen | None) -> int | None:
+    """Kill ``proc`` and its process group (what a refit may have started) if it runs, close its
+    pipes; its exit code."""
+    if proc is None:
+        return None
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)            # its own session: pgid == pid
+        except (OSError, AttributeError):
+            proc.kill()
+    code = proc.wait()
+    for stream in (proc.stdin, proc.stdout):
+        try:
+            stream.close()
+        except OSError:
+            pass
+    return code
+
+
+class _Worker:
+    """The one child process this process's refits share (one interpreter, however many code
+    variants refine), started when a refit needs it and ended when its last client closes.
+    ``exchange`` serialises whole request/reply exchanges (refits queue for the child); the
+    state lock guards the process and the clients, so that closing never waits for a refit."""
 
     READY_TIMEOUT = 60.0     # seconds a new child may take to import nitro and say it is ready
     READY_MAX = 1024         # bytes of a ready frame at most (more: not our child talking)
+    _shared: "_Worker | None" = None
+    _shared_lock = threading.Lock()
 
-    def __init__(self, refit):
-        self.refit = refit
-        self.__name__ = getattr(refit, "__name__", type(refit).__name__)
-        self._proc: subprocess.Popen | None = None
-        self._sent: tuple | None = None          # (id, version) of the refit the child holds
-        self._base: SelectorModel | None = None  # the base model the child holds
-        self._lock = threading.Lock()
-        self._closed = False
-        self._starting: subprocess.Popen | None = None   # a child not ready yet (close() ends it too)
-        self.fallback: str | None = None
+    def __init__(self):
+        self.exchange = threading.Lock()
+        self.state = threading.Lock()
+        self.proc: subprocess.Popen | None = None
+        self.starting: subprocess.Popen | None = None
+        self.generation = 0                      # children started so far: a new one holds nothing
+        self.clients: set[int] = set()
+        self.forget: list[int] = []              # closed clients whose refit and base the child may drop
+        self.fallback: str | None = None         # why no child can run here
 
-    @property
-    def error(self):
-        return getattr(self.refit, "error", None)
+    @classmethod
+    def shared(cls) -> "_Worker":
+        with cls._shared_lock:
+            if cls._shared is None:
+                cls._shared = cls()
+            return cls._shared
+
+    @classmethod
+    def _after_fork(cls) -> None:
+        """A forked process has no child of its own yet (its parent's is not its to talk to)."""
+        cls._shared, cls._shared_lock = None, threading.Lock()
+
+    def join(self, client: int) -> None:
+        with self.state:
+            self.clients.add(client)
+
+    def leave(self, client: int) -> None:
+        """``client`` closed: the child may drop what it holds for it; the last one ends it (a
+        refit running there is abandoned)."""
+        with self.state:
+            self.clients.discard(client)
+            self.forget.append(client)
+            if self.clients:
+                return
+            proc, self.proc, starting = self.proc, None, self.starting
+        with _Worker._shared_lock:               # the next refit starts afresh (a fallback is tried again)
+            if _Worker._shared is self:
+                _Worker._shared = None
+        _end(proc)
+        if starting is not None and starting.poll() is None:
+            try:                                 # the thread waiting for it ends it and closes its pipes
+                os.killpg(starting.pid, signal.SIGKILL)
+            except OSError:
+                starting.kill()
 
     def _start(self) -> subprocess.Popen:
         env = dict(os.environ)
@@ -126,141 +179,158 @@ class RefitProcess:
             return f"an unexpected first message ({type(exc).__name__})"
         return None if ok else "an unexpected first message"
 
-    @staticmethod
-    def _end(proc: subprocess.Popen | None) -> int | None:
-        """Kill ``proc`` and its process group (what a refit may have started) if it runs, close
-        its pipes; its exit code."""
-        if proc is None:
-            return None
-        if proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)        # its own session: pgid == pid
-            except (OSError, AttributeError):
-                proc.kill()
-        code = proc.wait()
-        for stream in (proc.stdin, proc.stdout):
-            try:
-                stream.close()
-            except OSError:
-                pass
-        return code
-
-    def _child(self) -> subprocess.Popen | None:
-        """The running child, started (and its ready frame awaited, without the lock, so that
-        :meth:`close` never waits for it) if needed; ``None`` after :meth:`close` or when no
-        child can run here (``fallback`` then says why). Called by one refit at a time."""
-        with self._lock:
-            if self._closed or self.fallback is not None:
+    def child(self) -> subprocess.Popen | None:
+        """The running child, started (its ready frame awaited) if needed; ``None`` when no
+        client is left or no child can run here (``fallback`` says why). Under ``exchange``."""
+        with self.state:
+            if self.fallback is not None or not self.clients:
                 return None
-            if self._proc is not None and self._proc.poll() is None:
-                return self._proc
-            old, self._proc, self._sent, self._base = self._proc, None, None, None
-        self._end(old)
+            if self.proc is not None and self.proc.poll() is None:
+                return self.proc
+            old, self.proc = self.proc, None
+        _end(old)
         try:
             proc = self._start()
         except (OSError, TypeError, ValueError) as exc:   # no executable, or none that can run here
-            self.fallback = f"no refit process ({sys.executable!r} cannot start: {exc}): refits run in a thread"
+            self.fallback = f"{sys.executable!r} cannot start: {exc}"
             return None
-        with self._lock:
-            self._starting = proc
-            closed = self._closed
+        with self.state:
+            self.starting = proc
         try:
-            why = None if closed else self._ready(proc)
+            why = self._ready(proc)
         except BaseException:
-            self._end(proc)
+            _end(proc)
             raise
         finally:
-            with self._lock:
-                self._starting = None
-        with self._lock:
-            if why is None and not self._closed:
-                self._proc = proc
+            with self.state:
+                self.starting = None
+        with self.state:
+            if why is None and self.clients:
+                self.proc, self.generation, self.forget = proc, self.generation + 1, []
                 return proc
-        code = self._end(proc)
-        if why is not None and not self._closed:
-            self.fallback = (f"no refit process ({sys.executable} -m nitro.refit_worker: {why}, exit code {code}): "
-                             "refits run in a thread")[:500]
+        code = _end(proc)
+        if why is not None and self.clients:
+            self.fallback = f"{sys.executable} -m nitro.refit_worker: {why}, exit code {code}"[:500]
         return None
 
+    def drop(self, proc: subprocess.Popen) -> int | None:
+        """``proc`` failed mid-exchange (the pipe may be out of step): end it; its exit code."""
+        with self.state:
+            if self.proc is proc:
+                self.proc = None
+        return _end(proc)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_Worker._after_fork)
+
+
+class RefitProcess:
+    """``refit(base, X, times)`` (refining mode's refit signature) run in the child process this
+    process's refits share; see the module documentation. ``error`` and ``__name__`` are the
+    wrapped refit's, so that the refiner's statistics name it; ``fallback`` says why refits run
+    in the calling thread, if they do; :meth:`close` says this refit needs the child no more."""
+
+    _ids = itertools.count()
+
+    def __init__(self, refit):
+        self.refit = refit
+        self.__name__ = getattr(refit, "__name__", type(refit).__name__)
+        self._id = next(self._ids)
+        self._worker = _Worker.shared()
+        self._worker.join(self._id)
+        self._held: tuple | None = None          # (generation, refit key, base) the child holds for us
+        self._closed = False
+        self._unloadable: str | None = None
+
+    @property
+    def error(self):
+        return getattr(self.refit, "error", None)
+
+    @property
+    def fallback(self) -> str | None:
+        why = self._unloadable or self._worker.fallback
+        return None if why is None else f"no refit process ({why}): refits run in a thread"[:500]
+
     def __call__(self, base: SelectorModel, X, times) -> SelectorModel | None:
+        if self._closed:
+            return None
+        if self.fallback is not None:
+            return self.refit(base, X, times)
         prepare = getattr(self.refit, "prepare", None)
-        if prepare is not None and self.fallback is None:
+        if prepare is not None:
             prepare(base)                        # reads (the store) here; the child only fits
-        proc = self._child()
-        if proc is None:
-            return None if self._closed else self.refit(base, X, times)
-        key = (id(self.refit), getattr(self.refit, "version", 0))
-        try:                                     # pickled before the child sees a byte
-            frame = _frame({"refit": self.refit if key != self._sent else None,
-                            "base": base.to_dict() if base is not self._base else None, "X": X, "times": times})
-        except Exception as exc:  # what cannot be pickled is a failed refit, not a failed child
-            raise RuntimeError(f"the refit's message cannot be pickled ({type(exc).__name__}: {exc})") from None
-        try:
-            proc.stdin.write(frame)
-            proc.stdin.flush()
-            status, value = pickle.loads(_read_raw(proc.stdout))
-        except BaseException as exc:
-            with self._lock:                     # the pipe may be out of step: this child is done
-                if self._proc is proc:
-                    self._proc = None
-                closed = self._closed
-            code = self._end(proc)
-            if closed:
-                return None                      # stop() ended the child: not a failure
-            if not isinstance(exc, Exception):
-                raise
-            raise RuntimeError(f"the refit process ended with exit code {code} ({type(exc).__name__}: {exc})") from None
-        with self._lock:
-            if status == "model" or status == "error":
-                self._sent, self._base = (key, base) if status == "model" else (None, None)
-        if status == "unloadable":               # the child cannot import what the refit needs
-            with self._lock:
-                self.fallback = f"no refit process ({value}): refits run in a thread"[:500]
-                idle, self._proc = self._proc, None
-            self._end(idle)
+        worker = self._worker
+        with worker.exchange:
+            proc = worker.child()
+            if proc is None:
+                return None if self._closed else self.refit(base, X, times)
+            key = (id(self.refit), getattr(self.refit, "version", 0))
+            held = self._held if self._held is not None and self._held[0] == worker.generation else None
+            try:                                 # pickled before the child sees a byte
+                payload = pickle.dumps({"refit": self.refit if held is None or held[1] != key else None,
+                                        "base": base.to_dict() if held is None or held[2] is not base else None,
+                                        "X": X, "times": times}, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as exc:  # what cannot be pickled is a failed refit, not a failed child
+                raise RuntimeError(f"the refit's message cannot be pickled ({type(exc).__name__}: {exc})") from None
+            with worker.state:
+                forget, worker.forget = worker.forget, []
+            try:
+                proc.stdin.write(_frame({"client": self._id, "forget": forget, "payload": payload}))
+                proc.stdin.flush()
+                status, value = pickle.loads(_read_raw(proc.stdout))
+            except BaseException as exc:
+                code = worker.drop(proc)
+                if self._closed:
+                    return None                  # closing ended the child: not a failure
+                if not isinstance(exc, Exception):
+                    raise
+                raise RuntimeError(f"the refit process ended with exit code {code} "
+                                   f"({type(exc).__name__}: {exc})") from None
+            self._held = (worker.generation, key, base) if status == "model" else None
+        if status == "unloadable":               # the child cannot import what this refit needs
+            self._unloadable = value
             return self.refit(base, X, times)
         if status == "error":
             raise RuntimeError(f"in the refit process: {value}")
         return None if value is None else SelectorModel.from_dict(value)
 
     def close(self) -> None:
-        """End the child (at once: a refit still running there is abandoned)."""
-        with self._lock:
+        """This refit needs the child no more (it ends with its last client; at once)."""
+        if not self._closed:
             self._closed = True
-            proc, self._proc, starting = self._proc, None, self._starting
-        self._end(proc)
-        if starting is not None and starting.poll() is None:
-            try:                                 # the refit thread waiting for it ends it and closes its pipes
-                os.killpg(starting.pid, signal.SIGKILL)
-            except OSError:
-                starting.kill()
+            self._worker.leave(self._id)
 
 
 def serve(inp, out) -> None:
-    """The child's loop: one refit per message until the serving process closes the pipe. A
-    message that cannot be loaded here (a refit from a module this interpreter cannot import)
-    is answered ``unloadable``; any other failure ``error``; the pipe stays in step."""
-    refit, base = None, None
+    """The child's loop: one refit per message until the serving process closes the pipe; each
+    client's refit and base kept until it is forgotten. A payload that cannot be loaded here (a
+    refit from a module this interpreter cannot import) is answered ``unloadable``; any other
+    failure ``error``; the pipe stays in step."""
+    refits, bases = {}, {}
     while True:
         try:
-            raw = _read_raw(inp)
+            message = pickle.loads(_read_raw(inp))
         except EOFError:
             return
+        for gone in message["forget"]:
+            refits.pop(gone, None)
+            bases.pop(gone, None)
+        client = message["client"]
         try:
-            message = pickle.loads(raw)
+            payload = pickle.loads(message["payload"])
         except Exception as exc:
-            out.write(_frame(("unloadable", f"the child cannot load the refit: {type(exc).__name__}: {exc}"[:2000])))
-            out.flush()
-            continue
-        try:
-            if message["refit"] is not None:
-                refit = message["refit"]
-            if message["base"] is not None:
-                base = SelectorModel.from_dict(message["base"])
-            model = refit(base, message["X"], message["times"])
-            reply = ("model", None if model is None else model.to_dict())
-        except Exception as exc:  # every failure goes back as a message; the loop goes on
-            reply = ("error", f"{type(exc).__name__}: {exc}"[:2000])
+            reply = ("unloadable", f"the child cannot load the refit: {type(exc).__name__}: {exc}"[:2000])
+        else:
+            try:
+                if payload["refit"] is not None:
+                    refits[client] = payload["refit"]
+                if payload["base"] is not None:
+                    bases[client] = SelectorModel.from_dict(payload["base"])
+                model = refits[client](bases[client], payload["X"], payload["times"])
+                reply = ("model", None if model is None else model.to_dict())
+            except Exception as exc:  # every failure goes back as a message; the loop goes on
+                reply = ("error", f"{type(exc).__name__}: {exc}"[:2000])
         out.write(_frame(reply))
         out.flush()
 

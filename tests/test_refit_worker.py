@@ -1,5 +1,6 @@
-"""Refits in a child process: the model comes back whole, a failing or dying child is counted
-and replaced, an unpicklable refit runs in a thread, and stopping ends the child."""
+"""Refits in a child process: the model comes back whole, refiners share one child, a failing
+or dying child is counted and replaced, a refit that cannot go there runs in a thread, and
+stopping the last refiner ends the child."""
 import functools
 import importlib.util
 import subprocess
@@ -10,7 +11,7 @@ import pytest
 
 from nitro import SelectorModel, code_variant
 from nitro.refine import Refiner, default_refit
-from nitro.refit_worker import RefitProcess, unpicklable
+from nitro.refit_worker import RefitProcess, _Worker, unpicklable
 
 VARIANTS = ["a", "b", "c"]
 XS = np.exp(np.linspace(0.0, 2.5, 97)) - 1.0
@@ -46,11 +47,16 @@ def test_the_child_refits_as_the_thread_does_and_is_ended_by_stop():
     assert refiner.refit_now(), refiner.stats()["last_refit_error"]
     expected = default_refit(refiner.base, X, T)                # the same refit, in this process
     assert cv.model.to_dict()["params"] == expected.to_dict()["params"] and cv.model is not refiner.base
-    child = refiner._refit._proc
+    child = refiner._refit._worker.proc
     assert child.poll() is None and child.pid != 0
+    cv2, other = refiner_of()                                       # a second code variant refining
+    feed(other, X, T)
+    assert other.refit_now() and other._refit._worker.proc is child  # shares the child
     stats = refiner.stop()
     assert stats["refit_in"] == "process" and stats["refit"] == "default_refit" and stats["refits"] == 1
-    assert child.poll() is not None                               # stopping ended the child
+    assert child.poll() is None and other.refit_now()               # still there for the other one
+    other.stop()
+    assert child.poll() is not None                               # stopping the last one ended the child
 
 
 def test_an_error_in_the_child_is_counted_and_the_model_stays():
@@ -67,20 +73,20 @@ def test_an_error_in_the_child_is_counted_and_the_model_stays():
 def test_a_child_that_dies_mid_refit_is_counted_and_replaced(monkeypatch):
     cv, refiner = refiner_of()
     feed(refiner, *rows())
-    process = refiner._refit
+    worker = refiner._refit._worker
     assert refiner.refit_now()                                       # a child that has answered
-    process._proc.kill()
-    process._proc.wait()
-    start = RefitProcess._start
+    worker.proc.kill()
+    worker.proc.wait()
+    start = _Worker._start
     # a child that says it is ready, reads the first bytes of the message and exits with status 3
-    monkeypatch.setattr(RefitProcess, "_start", lambda self: subprocess.Popen([sys.executable, "-c", (
+    monkeypatch.setattr(_Worker, "_start", lambda self: subprocess.Popen([sys.executable, "-c", (
         "import os, pickle, struct, sys; d = pickle.dumps(('ready', os.getpid())); "
         "sys.stdout.buffer.write(struct.pack('<Q', len(d)) + d); sys.stdout.buffer.flush(); "
         "sys.stdin.buffer.read(8); sys.exit(3)")], stdin=subprocess.PIPE, stdout=subprocess.PIPE))
     assert not refiner.refit_now()
     assert "the refit process ended with exit code 3" in refiner.stats()["last_refit_error"]
-    monkeypatch.setattr(RefitProcess, "_start", start)
-    assert refiner.refit_now() and process._proc.poll() is None     # a new child, the refit made
+    monkeypatch.setattr(_Worker, "_start", start)
+    assert refiner.refit_now() and worker.proc.poll() is None       # a new child, the refit made
     stats = refiner.stop()
     assert stats["refit_errors"] == 1 and stats["refit_in"] == "process" and stats["refit_in_fallback"] is None
 
@@ -93,25 +99,28 @@ def test_where_no_child_ever_answers_refits_run_in_a_thread(monkeypatch):
     assert refiner.refit_now()                                       # made in this process instead
     stats = refiner.stats()
     assert stats["refit_in"] == "thread" and "exit code 1" in stats["refit_in_fallback"]
-    assert refiner.refit_now() and refiner._refit._proc is None   # no new child tried
+    assert refiner.refit_now() and refiner._refit._worker.proc is None   # no new child tried
+    refiner.stop()
     for program in ("/bin/echo", "/nonexistent/python"):   # a program that is not Python; none at all
         monkeypatch.setattr(sys, "executable", program)
         cv, refiner = refiner_of()
         feed(refiner, *rows())
         assert refiner.refit_now() and refiner.stats()["refit_in"] == "thread"
-    assert "cannot start" in refiner.stats()["refit_in_fallback"]
+        stats = refiner.stop()
+    assert "cannot start" in stats["refit_in_fallback"]
 
 
 def test_a_child_that_says_nothing_is_given_up_after_the_ready_timeout(monkeypatch):
     """A prompt shorter than a frame header, then silence: given up on, killed, and the
     refit made in this process."""
-    monkeypatch.setattr(RefitProcess, "READY_TIMEOUT", 1.0)
-    monkeypatch.setattr(RefitProcess, "_start", lambda self: subprocess.Popen([sys.executable, "-c", (
+    monkeypatch.setattr(_Worker, "READY_TIMEOUT", 1.0)
+    monkeypatch.setattr(_Worker, "_start", lambda self: subprocess.Popen([sys.executable, "-c", (
         "import sys, time; sys.stdout.write('> '); sys.stdout.flush(); time.sleep(60)")],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True))
     cv, refiner = refiner_of()
     feed(refiner, *rows())
     assert refiner.refit_now() and "no answer within 1 s" in refiner.stats()["refit_in_fallback"]
+    refiner.stop()
 
 
 def test_a_refit_that_cannot_be_pickled_runs_in_a_thread():
@@ -138,10 +147,13 @@ def test_a_refit_the_child_cannot_import_runs_in_a_thread(tmp_path):
         spec.loader.exec_module(module)
         cv, refiner = refiner_of(refit=module.my_refit)
         assert refiner.refit_in == "process"                  # it pickles here
+        cv2, other = refiner_of()                              # another code variant, its refit importable
         feed(refiner, *rows())
-        assert refiner.refit_now()
+        feed(other, *rows())
+        assert refiner.refit_now() and other.refit_now()
         stats = refiner.stop()
         assert stats["refit_in"] == "thread" and "cannot load the refit" in stats["refit_in_fallback"]
+        assert other.stop()["refit_in"] == "process"          # the shared child still refits the other
     finally:
         del sys.modules["nitro_only_here"]
     module.my_refit.__module__ = "__main__"
