@@ -571,7 +571,7 @@ class Refiner:
                 on_stop(self)
             self._refit_wanted.set()
             close = getattr(self._refit, "close", None)
-            if close is not None:               # the refit process: a refit still running there is abandoned
+            if close is not None:               # the refit process: this refiner's refits are not waited for
                 close()
             writers = [t for t in self._threads if t.name.startswith("nitro-refine-store")]
             for t in writers if wait else ():

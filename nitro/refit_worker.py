@@ -107,12 +107,17 @@ class _Worker:
         self.clients: set[int] = set()
         self.forget: list[int] = []              # closed clients whose refit and base the child may drop
         self.fallback: str | None = None         # why no child can run here
+        self.ended = False                       # its last client left: it starts no child again
 
     @classmethod
-    def shared(cls) -> "_Worker":
+    def joined(cls, client: int) -> "_Worker":
+        """The shared worker, with ``client`` among its clients (one step: a worker whose last
+        client is leaving is never joined)."""
         with cls._shared_lock:
             if cls._shared is None:
                 cls._shared = cls()
+            with cls._shared.state:
+                cls._shared.clients.add(client)
             return cls._shared
 
     @classmethod
@@ -120,22 +125,20 @@ class _Worker:
         """A forked process has no child of its own yet (its parent's is not its to talk to)."""
         cls._shared, cls._shared_lock = None, threading.Lock()
 
-    def join(self, client: int) -> None:
-        with self.state:
-            self.clients.add(client)
-
     def leave(self, client: int) -> None:
-        """``client`` closed: the child may drop what it holds for it; the last one ends it (a
-        refit running there is abandoned)."""
-        with self.state:
+        """``client`` closed: the child may drop what it holds for it; the last one ends the
+        worker and its child (a refit running there is abandoned), and the next client gets a
+        new worker (a fallback is tried again)."""
+        with _Worker._shared_lock, self.state:
             self.clients.discard(client)
-            self.forget.append(client)
+            if self.fallback is None:
+                self.forget.append(client)
             if self.clients:
                 return
-            proc, self.proc, starting = self.proc, None, self.starting
-        with _Worker._shared_lock:               # the next refit starts afresh (a fallback is tried again)
+            self.ended = True
             if _Worker._shared is self:
                 _Worker._shared = None
+            proc, self.proc, starting = self.proc, None, self.starting
         _end(proc)
         if starting is not None and starting.poll() is None:
             try:                                 # the thread waiting for it ends it and closes its pipes
@@ -183,7 +186,7 @@ class _Worker:
         """The running child, started (its ready frame awaited) if needed; ``None`` when no
         client is left or no child can run here (``fallback`` says why). Under ``exchange``."""
         with self.state:
-            if self.fallback is not None or not self.clients:
+            if self.fallback is not None or self.ended:
                 return None
             if self.proc is not None and self.proc.poll() is None:
                 return self.proc
@@ -195,7 +198,10 @@ class _Worker:
             self.fallback = f"{sys.executable!r} cannot start: {exc}"
             return None
         with self.state:
-            self.starting = proc
+            self.starting = proc if not self.ended else None
+        if self.ended:                           # its last client left while it started
+            _end(proc)
+            return None
         try:
             why = self._ready(proc)
         except BaseException:
@@ -205,12 +211,14 @@ class _Worker:
             with self.state:
                 self.starting = None
         with self.state:
-            if why is None and self.clients:
+            if why is None and not self.ended:
                 self.proc, self.generation, self.forget = proc, self.generation + 1, []
                 return proc
         code = _end(proc)
-        if why is not None and self.clients:
-            self.fallback = f"{sys.executable} -m nitro.refit_worker: {why}, exit code {code}"[:500]
+        with self.state:
+            if why is not None and not self.ended:
+                self.fallback = f"{sys.executable} -m nitro.refit_worker: {why}, exit code {code}"[:500]
+                self.forget = []
         return None
 
     def drop(self, proc: subprocess.Popen) -> int | None:
@@ -237,8 +245,7 @@ class RefitProcess:
         self.refit = refit
         self.__name__ = getattr(refit, "__name__", type(refit).__name__)
         self._id = next(self._ids)
-        self._worker = _Worker.shared()
-        self._worker.join(self._id)
+        self._worker = _Worker.joined(self._id)
         self._held: tuple | None = None          # (generation, refit key, base) the child holds for us
         self._closed = False
         self._unloadable: str | None = None
@@ -262,6 +269,8 @@ class RefitProcess:
             prepare(base)                        # reads (the store) here; the child only fits
         worker = self._worker
         with worker.exchange:
+            if self._closed:                     # closed while its refit queued for the child
+                return None
             proc = worker.child()
             if proc is None:
                 return None if self._closed else self.refit(base, X, times)
@@ -273,7 +282,9 @@ class RefitProcess:
                                         "X": X, "times": times}, protocol=pickle.HIGHEST_PROTOCOL)
             except Exception as exc:  # what cannot be pickled is a failed refit, not a failed child
                 raise RuntimeError(f"the refit's message cannot be pickled ({type(exc).__name__}: {exc})") from None
-            with worker.state:
+            with worker.state:                   # one step with leave(): a later close is forgotten next time
+                if self._id not in worker.clients:
+                    return None
                 forget, worker.forget = worker.forget, []
             try:
                 proc.stdin.write(_frame({"client": self._id, "forget": forget, "payload": payload}))
@@ -296,7 +307,9 @@ class RefitProcess:
         return None if value is None else SelectorModel.from_dict(value)
 
     def close(self) -> None:
-        """This refit needs the child no more (it ends with its last client; at once)."""
+        """This refit needs the child no more: the child ends with its last client (at once, a
+        refit running there abandoned); before, a refit of this client that is running there
+        finishes and is discarded, one queued for it never runs."""
         if not self._closed:
             self._closed = True
             self._worker.leave(self._id)

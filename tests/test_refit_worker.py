@@ -158,3 +158,33 @@ def test_a_refit_the_child_cannot_import_runs_in_a_thread(tmp_path):
         del sys.modules["nitro_only_here"]
     module.my_refit.__module__ = "__main__"
     assert "defined in __main__" in unpicklable(module.my_refit)
+
+
+def test_a_refit_queued_for_the_shared_child_never_runs_once_its_client_closed(tmp_path, monkeypatch):
+    """Client A's refit waits while B's runs in the child; A closes: A's refit never runs there
+    (nobody wants it) and B's refits go on."""
+    import threading
+    (tmp_path / "logged_refit.py").write_text(
+        "import time\n\n\ndef logged(base, X, times, log=None, name='', pause=0.0):\n"
+        "    time.sleep(pause)\n    with open(log, 'a') as f:\n        f.write(name + '\\n')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))               # importable here and in the child
+    import logged_refit
+    log = tmp_path / "ran.txt"
+    a = RefitProcess(functools.partial(logged_refit.logged, log=str(log), name="A"))
+    b = RefitProcess(functools.partial(logged_refit.logged, log=str(log), name="B", pause=1.0))
+    assert a._worker is b._worker
+    base, (X, T) = kernel_model(), rows()
+    done = {}
+    slow = threading.Thread(target=lambda: done.setdefault("B", b(base, X, T)))
+    slow.start()
+    while b._worker.proc is None:                             # B's refit holds the child
+        pass
+    queued = threading.Thread(target=lambda: done.setdefault("A", a(base, X, T)))
+    queued.start()
+    a.close()
+    slow.join(30)
+    queued.join(30)
+    assert done == {"A": None, "B": None} and log.read_text() == "B\n"
+    assert b(base, X, T) is None and log.read_text() == "B\nB\n"
+    b.close()
+    assert b._worker.ended and b._worker.proc is None
