@@ -84,9 +84,9 @@ def spread_indices(X: np.ndarray, k: int, start: int = 0) -> list[int]:
     """``k`` rows of ``X`` far apart (greedy farthest-point on signed-log, standardised
     features, each in its unit: :func:`nitro.learn.preprocessing.input_units`): a deterministic,
     diverse first batch before any model exists."""
+    from .learn.kron import signed_log
     from .learn.preprocessing import input_units
-    X = X / input_units(X)
-    Z = np.sign(X) * np.log1p(np.abs(X))
+    Z = signed_log(X / input_units(X))
     Z = (Z - Z.mean(0)) / np.where(Z.std(0) > 0, Z.std(0), 1.0)
     chosen = [start]
     d = ((Z - Z[start]) ** 2).sum(1)
