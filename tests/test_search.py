@@ -60,9 +60,12 @@ def test_one_slow_sample_does_not_race_a_variant_out():
 
 
 def test_early_stopping_skips_the_rest_and_keeps_the_best_measured():
-    variants = {f"v{i}": sleeper(0.002) for i in range(6)}
+    """Equal variants: after two, Vuduc's rule sees no variant far slower and stops. (With 2 ms
+    sleeps and ε = 0.5 a busy machine stretched one sleep past 2× and the rule went on; 20 ms
+    and ε = 0.9 need one stretched 10×.)"""
+    variants = {f"v{i}": sleeper(0.02) for i in range(6)}
     times, failed = measure_variants(variants, (1,), policy=TimingPolicy(min_repeats=1, max_repeats=1),
-                                     early_stopping=EarlyStopping(epsilon=0.5))
+                                     early_stopping=EarlyStopping(epsilon=0.9))
     measured = [v for v, t in times.items() if t is not None]
     assert len(measured) == 2 and all(failed[v] == SKIPPED for v in variants if v not in measured)
 
