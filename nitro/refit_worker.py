@@ -6,8 +6,9 @@ runs between NumPy and scikit-learn calls: on a 2-core VM plain calls' 99.9th pe
 runs the refit callable in a child interpreter instead (``python -m nitro.refit_worker``, one per
 process, shared by every refit there, which queue for it: :class:`_Worker`; started at the first
 refit, which waits for its ready message, and ended when its last client closes; at a lower
-scheduling priority, with one OpenMP thread fewer than the machine has cores unless ``OMP_NUM_THREADS`` says otherwise, in a
-session of its own so that Ctrl-C reaches only the application). Messages are pickled frames over
+scheduling priority, with one OpenMP thread fewer than the machine has cores unless
+``OMP_NUM_THREADS`` says otherwise, in a session of its own so that Ctrl-C reaches only the
+application). Messages are pickled frames over
 the child's pipes (never over the network, never from the store): the refit callable (sent again
 only when its state changed), the model refining began with (sent once) and each refit's rows;
 only the new model comes back, as plain data validated on load
@@ -68,16 +69,20 @@ def unpicklable(refit) -> str | None:
     return None
 
 
-def _end(proc: subprocess.Popen | None) -> int | None:
-    """Kill ``proc`` and its process group (what a refit may have started) if it runs, close its
-    pipes; its exit code."""
-    if proc is None:
-        return None
+def _kill(proc: subprocess.Popen) -> None:
+    """Kill ``proc`` and its process group (what a refit may have started), if it runs."""
     if proc.poll() is None:
         try:
             os.killpg(proc.pid, signal.SIGKILL)            # its own session: pgid == pid
         except (OSError, AttributeError):
             proc.kill()
+
+
+def _end(proc: subprocess.Popen | None) -> int | None:
+    """:func:`_kill` ``proc``, wait for it and close its pipes; its exit code."""
+    if proc is None:
+        return None
+    _kill(proc)
     code = proc.wait()
     for stream in (proc.stdin, proc.stdout):
         try:
@@ -140,11 +145,8 @@ class _Worker:
                 _Worker._shared = None
             proc, self.proc, starting = self.proc, None, self.starting
         _end(proc)
-        if starting is not None and starting.poll() is None:
-            try:                                 # the thread waiting for it ends it and closes its pipes
-                os.killpg(starting.pid, signal.SIGKILL)
-            except OSError:
-                starting.kill()
+        if starting is not None:                 # the thread waiting for it ends it and closes its pipes
+            _kill(starting)
 
     def _start(self) -> subprocess.Popen:
         env = dict(os.environ)
