@@ -30,17 +30,33 @@ def _cpuinfo() -> dict[str, str]:
     return info
 
 
-def _model_name() -> str:
-    name = _cpuinfo().get("model name")
+def _model_name(info: dict[str, str] | None = None) -> str:
+    name = (_cpuinfo() if info is None else info).get("model name")
     if name:
         return name
     import platform
     return platform.processor() or platform.machine() or "unknown"
 
 
+# model names that do not tell CPU generations apart: no model number ("AMD EPYC", as a KVM
+# guest sees both Zen 3 and Zen 4), or a hypervisor's made-up CPU
+_GENERIC = re.compile(r"virtual|qemu|kvm|common", re.IGNORECASE)
+
+
+def device_id(info: dict[str, str], threads: int) -> str:
+    """``cpu_<model>_<n>t`` from ``/proc/cpuinfo``'s fields and the logical CPUs used; where the
+    model name is generic, its family and model numbers join it (``cpu_amd_epyc_family25_model17_2t``),
+    so that two CPU generations behind one name never share their recorded rows."""
+    name = _model_name(info)
+    family, model = info.get("cpu family", ""), info.get("model", "")
+    generic = not re.search(r"[0-9]", name) or _GENERIC.search(name)
+    generation = f"_family{family}_model{model}" if generic and family.isdigit() and model.isdigit() else ""
+    return f"cpu_{_slug(name)}{generation}_{threads}t"
+
+
 def cpu_device_id() -> str:
-    """``cpu_<model>_<n>t``: the model name and the logical CPUs this process may use."""
-    return f"cpu_{_slug(_model_name())}_{len(os.sched_getaffinity(0))}t"
+    """This machine's CPU id (:func:`device_id`): the model name and the logical CPUs this process may use."""
+    return device_id(_cpuinfo(), len(os.sched_getaffinity(0)))
 
 
 def _cache_kb() -> dict[int, float]:
