@@ -40,7 +40,7 @@ def cmd_store_ls(args):
 
 def cmd_store_export(args):
     from .store.csv_io import export_computation
-    result = export_computation(_store(args), args.computation, args.directory)
+    result = export_computation(_store(args), args.computation, args.directory, devices=_split(args.devices))
     _emit(args, result, f"exported {result['measurements']} measurements of {result['inputs']} inputs "
                         f"on {result['devices']} devices to {args.directory}")
 
@@ -240,6 +240,26 @@ def cmd_tune_from_source(args):
     _emit(args, p, "\n".join(lines))
 
 
+def cmd_record(args):
+    from .record import record_family
+    out = {}
+    for family in _split(args.families):
+        r = out[family] = record_family(_store(args), family, args.directory, device_id=args.device_id,
+                                        n_train=args.train, n_test=args.test, seed=args.seed,
+                                        max_foreign=args.max_foreign, wait_share=args.wait_share,
+                                        attempts=args.attempts, wait_timeout=args.wait_timeout, progress=not args.json)
+    lines = []
+    for r in out.values():
+        lines.append(f"{r['computation']} on {r['device']}: {r['measured']} inputs measured, {r['resumed']} already "
+                     f"recorded, in {r['seconds']:.0f} s; written to {r['directory']}")
+        if r["measured"]:
+            lines.append(f"  other work's share of the machine while measuring: median {r['foreign_share_median']:.3f}, "
+                         f"max {r['foreign_share_max']:.3f}; {r['inputs_above_max_foreign']} inputs above "
+                         f"{args.max_foreign} after {args.attempts} attempts")
+        lines.append("  best variants: " + ", ".join(f"{v} {n}" for v, n in r["best_variants"].items()))
+    _emit(args, out, "\n".join(lines))
+
+
 def cmd_explain(args):
     from .explain import explain_computation, format_explanation
     result = explain_computation(_store(args), args.computation, devices=_split(args.devices),
@@ -327,6 +347,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = store.add_parser("export", parents=[common], help="write a computation as devices/inputs/measurements CSV")
     p.add_argument("computation")
     p.add_argument("directory")
+    p.add_argument("--devices", help="comma-separated devices (default: every device with rows)")
     p.set_defaults(func=cmd_store_export)
     p = store.add_parser("import", parents=[common], help="read a devices/inputs/measurements CSV directory")
     p.add_argument("directory")
@@ -414,6 +435,22 @@ def build_parser() -> argparse.ArgumentParser:
                    "(for a read-only store user)")
     p.set_defaults(func=cmd_tune_from_source)
 
+    p = sub.add_parser("record", parents=[common],
+                       help="time benchmark families' training and test inputs here, at quiet moments, "
+                            "and write them as a dataset folder with the device record")
+    p.add_argument("families", help="comma-separated benchmark families (histogram,spmv,...)")
+    p.add_argument("directory", help="folder for device.json, foreign_load.csv and one sub-folder per family")
+    p.add_argument("--device-id", help="id to record under (default: this machine's CPU id)")
+    p.add_argument("--train", type=int, default=48)
+    p.add_argument("--test", type=int, default=48)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-foreign", type=float, default=0.05,
+                   help="share of the machine other work may take while an input is timed before it is timed again")
+    p.add_argument("--wait-share", type=float, default=0.10,
+                   help="before each input, wait until other work takes less than this share for 2 s")
+    p.add_argument("--attempts", type=int, default=5, help="timings of a disturbed input at most (the quietest is kept)")
+    p.add_argument("--wait-timeout", type=float, default=600.0, help="seconds to wait for a quiet moment at most")
+    p.set_defaults(func=cmd_record)
     p = sub.add_parser("explain", parents=[common],
                        help="which features decide a computation's best variant, and where each variant wins")
     p.add_argument("computation")

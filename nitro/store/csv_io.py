@@ -39,8 +39,9 @@ def _scratch():
 
 
 # -- export -------------------------------------------------------------------------------------
-def export_computation(store: Store, computation: str, directory) -> dict:
-    """Write ``computation``'s rows and its devices' features to ``directory``: measurements
+def export_computation(store: Store, computation: str, directory, devices=None) -> dict:
+    """Write ``computation``'s rows and its devices' features (all, or those named in
+    ``devices``) to ``directory``: measurements
     sorted by device and input, each input's features once (from the first device, in name
     order, that has it). Rows are read a store batch at a time into the scratch database, and
     no file is written before all of them were read."""
@@ -52,7 +53,11 @@ def export_computation(store: Store, computation: str, directory) -> dict:
         db.execute("CREATE TABLE meas (device TEXT, input TEXT, k INTEGER, variant TEXT, time REAL)")
         add_input = f"INSERT OR IGNORE INTO inputs VALUES (?{', ?' * len(features)})"
         devs = []
-        for device in store.devices(computation):
+        known = store.devices(computation)
+        missing = sorted(set(devices or []) - set(known))
+        if missing:
+            raise ValueError(f"{computation}: no rows recorded on {', '.join(missing)}; devices with rows: {', '.join(known)}")
+        for device in (known if devices is None else [d for d in known if d in devices]):
             for batch in store.scan_rows(computation, device):
                 with db:
                     db.executemany(add_input, ([r.input_id, *map(r.features.get, features)] for r in batch))

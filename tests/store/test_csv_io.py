@@ -180,3 +180,8 @@ def test_streamed_export_is_sorted_and_round_trips_through_many_store_batches(st
     assert pd.read_csv(tmp_path / "out" / "inputs.csv", dtype={"input": str})["input"].is_monotonic_increasing
     import_computation(store, "back", tmp_path / "out")
     assert all(store.rows("back", d) == store.rows("t", d) for d in store.devices("t"))
+    one = store.devices("t")[0]
+    assert export_computation(store, "t", tmp_path / "one", devices=[one])["devices"] == 1
+    assert set(pd.read_csv(tmp_path / "one" / "measurements.csv", dtype=str)["device"]) == {one}
+    with pytest.raises(ValueError, match="no rows recorded on nowhere"):
+        export_computation(store, "t", tmp_path / "none", devices=["nowhere"])

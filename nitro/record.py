@@ -1,0 +1,109 @@
+"""Recording a benchmark family's data set on this machine (``nitro record``), so that the
+cross-device flow can run on data nitro measured itself.
+
+Every variant is timed on the family's training and test inputs (``train_test_inputs``, the same
+ids on every machine), one input at a time and only at quiet moments: before each input nitro
+waits until other work takes under ``wait_share`` of the machine for ``wait_window`` (2 s), and afterwards compares
+the machine's CPU time with its own (:mod:`nitro.quiet`); an input during which other work took
+more than ``max_foreign`` is measured again (``attempts`` in all) and the quietest attempt kept.
+The device record's microbenchmarks are taken the same way. Rows go to the store as they are
+measured, so a run that stops resumes where it stopped.
+
+Written under ``directory``: ``device.json`` (the device record), ``foreign_load.csv`` (per
+computation and input: the other work's share, wall seconds, attempts; a resumed input keeps its
+line) and ``<family>/{devices,inputs,measurements}.csv``, read by ``nitro evaluate``,
+``nitro store import`` and :func:`nitro.dataset.load_dataset_dir`.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import devices, quiet
+from .benchmarks import load
+from .measurement import TimingPolicy
+from .progress import progress_bar
+from .store import Store
+from .store.csv_io import export_computation
+from .tuner import Autotuner
+
+LOAD_COLUMNS = ["computation", "input", "foreign_cpu_share", "wall_s", "attempts"]
+
+
+def _quietest(measure, attempts: int, max_foreign: float, wait_share: float, wait_window: float, wait_timeout: float):
+    """``measure()`` up to ``attempts`` times until other work took at most ``max_foreign`` of
+    the machine during it; the quietest attempt's result, share, wall seconds and the attempts made."""
+    best = None
+    for attempt in range(1, attempts + 1):
+        quiet.wait_until_quiet(wait_share, wait_window, wait_timeout)
+        before = quiet.sample()
+        result = measure()
+        after = quiet.sample()
+        share = quiet.foreign_share(before, after)
+        if best is None or share < best[1]:
+            best = (result, share, after.wall - before.wall)
+        if share <= max_foreign:
+            break
+    return (*best, attempt)
+
+
+def _write_load(path: Path, lines: list[dict]) -> None:
+    """Merge ``lines`` into ``foreign_load.csv`` (a line per computation and input, the newest kept)."""
+    old = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=LOAD_COLUMNS)
+    frame = pd.concat([old, pd.DataFrame(lines, columns=LOAD_COLUMNS)], ignore_index=True)
+    frame = frame.drop_duplicates(["computation", "input"], keep="last").sort_values(["computation", "input"])
+    frame.to_csv(path, index=False, float_format="%.3f")
+
+
+def record_family(store: Store, family: str, directory, device_id: str | None = None, n_train: int = 48,
+                  n_test: int = 48, seed: int = 0, max_foreign: float = 0.05, wait_share: float = 0.10,
+                  attempts: int = 5, wait_window: float = 2.0, wait_timeout: float = 600.0,
+                  policy: TimingPolicy | None = None,
+                  progress: bool = True) -> dict:
+    """Record ``family`` here (see the module docstring) under ``device_id`` (default this
+    machine's id) and write it under ``directory``; a summary of what was measured. ``policy``:
+    how each variant is timed (default the tuner's); ``wait_window``: the seconds of quiet
+    awaited before each input."""
+    if not 0 <= max_foreign <= 1 or not 0 < wait_share <= 1 or attempts < 1:
+        raise ValueError(f"need 0 <= max_foreign <= 1, 0 < wait_share <= 1 and attempts >= 1; got "
+                         f"{max_foreign}, {wait_share}, {attempts}")
+    started = time.perf_counter()
+    module = load(family)
+    cv = module.make_code_variant()
+    cv.device_id = device = device_id or devices.current_device_id()
+    cv.record = True
+    (train, train_ids), (test, test_ids) = module.train_test_inputs(n_train, n_test, seed)
+    tuner = Autotuner(cv.name, store=store, policy=policy, progress=False)
+    tuner.set_training_args(list(train) + list(test), ids=list(train_ids) + list(test_ids))
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    settings = (attempts, max_foreign, wait_share, wait_window, wait_timeout)
+    if store.device(device, missing_ok=True) is None:      # before measure() takes one unchecked
+        store.put_device(device, _quietest(lambda: devices.local_record(device), *settings)[0])
+    (directory / "device.json").write_text(json.dumps({device: store.device(device)}, indent=1))
+    store.declare(cv.name, cv.variant_names, cv.feature_names)
+    done = set(store.recorded_inputs(cv.name, device))
+    lines, ids = [], tuner.training_ids
+    for k in progress_bar(range(len(ids)), desc=f"recording {cv.name}", unit="input", enabled=progress):
+        if ids[k] in done:
+            continue
+        rows, share, wall, tries = _quietest(lambda: tuner.measure(cv, remeasure=True, indices=[k]), *settings)
+        store.put_row(cv.name, device, rows[0])       # the quietest attempt, whichever came last
+        lines.append({"computation": cv.name, "input": ids[k], "foreign_cpu_share": share, "wall_s": wall,
+                      "attempts": tries})
+        _write_load(directory / "foreign_load.csv", lines[-1:])
+    exported = export_computation(store, cv.name, directory / family, devices=[device])
+    shares = np.array([line["foreign_cpu_share"] for line in lines])
+    rows = store.rows(cv.name, device)
+    best = pd.Series([r.best for r in rows if r.best is not None]).value_counts()
+    return {"device": device, "computation": cv.name, "directory": str(directory / family),
+            "inputs": len(ids), "measured": len(lines), "resumed": len(ids) - len(lines),
+            "foreign_share_median": float(np.median(shares)) if len(shares) else None,
+            "foreign_share_max": float(shares.max()) if len(shares) else None,
+            "inputs_above_max_foreign": int((shares > max_foreign).sum()),
+            "best_variants": {str(v): int(n) for v, n in best.items()},
+            "measurements": exported["measurements"], "seconds": time.perf_counter() - started}
