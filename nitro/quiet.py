@@ -35,11 +35,13 @@ def sample(stat: str = "/proc/stat") -> Sample:
 
 
 def foreign_share(before: Sample, after: Sample, cpus: int | None = None) -> float:
-    """The share (0-1) of the machine's ``cpus`` (default all) that other work took between two samples."""
+    """The share (0-1) of the machine's ``cpus`` (default all) that other work took between two
+    samples, less two clock ticks (both counters count whole ticks: over 0.05 s on 2 CPUs one
+    tick alone would read as 10%)."""
     wall = after.wall - before.wall
     if wall <= 0:
         return 0.0
-    other = (after.busy - before.busy) - (after.own - before.own)
+    other = (after.busy - before.busy) - (after.own - before.own) - 2.0 / CLOCK_TICKS
     return float(min(1.0, max(0.0, other / (wall * (cpus or os.cpu_count() or 1)))))
 
 

@@ -58,6 +58,16 @@ def test_a_variant_timed_on_too_few_inputs_is_left_out():
     assert "too few inputs" in choice.left_out["c"] and "0 inputs" in choice.left_out["c"]
 
 
+def test_a_variant_timed_on_no_source_for_some_inputs_keeps_them():
+    """A variant no source timed on an input (a constraint excluded it) counts as the worst
+    choice there; one timed on some sources only leaves the input out."""
+    m = measurements()
+    m.times.loc[[(d, i) for d in m.device_ids for i in m.inputs.index[:10]], "c"] = np.nan
+    m.times.loc[("dev2", "in20"), "a"] = np.nan
+    choice = choose_variants(m, m.device_ids)
+    assert choice.variants == VARIANTS and choice.n_inputs == 29 and choice.left_out == {}
+
+
 def test_too_few_inputs_names_the_sources_and_the_options():
     m = measurements()
     first, second = m.inputs.index[:15], m.inputs.index[15:]
@@ -129,3 +139,20 @@ def test_cli_tunes_from_the_whole_shared_spmv_data(capsys, spmv_dataset):
     assert main(["tune-from-source", "spmv-every-variant", "--target", "tesla_k20xm", "--variants", "csr,hybrid"]) == 2
     err = capsys.readouterr().err
     assert "'hybrid' never on tesla_p100" in err and "--variants" in err
+
+
+def test_inputs_where_a_variant_was_not_allowed_teach_the_model_to_avoid_it(store):
+    """``c`` is fastest on small inputs and not allowed (no time) on large ones, where ``b`` is
+    fastest: the large inputs stay in training, so the target's model never picks ``c`` there
+    (without them it had seen only small inputs and chose ``c`` everywhere)."""
+    m = measurements(n_devices=4)
+    small = m.inputs["size"] < 100
+    for d in m.device_ids:
+        m.times.loc[[(d, i) for i in m.inputs.index[small]], "c"] = 0.5
+        m.times.loc[[(d, i) for i in m.inputs.index[~small]], "c"] = np.nan
+    record(store, m, {d: "gpu" for d in m.device_ids})
+    model = tune_from_source(store, "toy", VARIANTS, ["size"], target="dev0", progress=False)
+    assert model.provenance["n_training_rows"] == 3 * 30
+    sizes = m.inputs["size"].to_numpy()
+    picks = np.array([model.variants[c] for c in model.predict_index(sizes[:, None])])
+    assert (picks[sizes < 50] == "c").all() and (picks[sizes > 200] == "b").all()
