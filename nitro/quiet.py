@@ -25,9 +25,9 @@ def sample(stat: str = "/proc/stat") -> Sample:
         with open(stat) as f:
             fields = f.readline().split()
     except OSError as e:
-        raise RuntimeError(f"cannot read {stat} ({e}): the quiet-machine check needs Linux") from None
+        raise FileNotFoundError(f"cannot read {stat} ({e.strerror}): the quiet-machine check needs Linux") from None
     if not fields or fields[0] != "cpu":
-        raise RuntimeError(f"{stat} does not start with the all-CPU line")
+        raise ValueError(f"{stat} does not start with the all-CPU line")
     ticks = [int(v) for v in fields[1:9]]          # user nice system idle iowait irq softirq steal
     t = os.times()
     return Sample(time.monotonic(), (sum(ticks) - ticks[3] - ticks[4]) / CLOCK_TICKS,

@@ -43,3 +43,8 @@ def test_waiting_gives_up_after_its_timeout():
         busy.kill()
         busy.wait()
     assert share > 0 and 0.5 <= waited < 5
+
+
+def test_a_machine_without_proc_stat_is_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match="needs Linux"):
+        quiet.sample(str(tmp_path / "no-such-stat"))
