@@ -244,7 +244,7 @@ def cmd_record(args):
     from .record import record_family
     out = {}
     for family in _split(args.families):
-        r = out[family] = record_family(_store(args), family, args.directory, device_id=args.device_id,
+        out[family] = record_family(_store(args), family, args.directory, device_id=args.device_id,
                                         n_train=args.train, n_test=args.test, seed=args.seed,
                                         max_foreign=args.max_foreign, wait_share=args.wait_share,
                                         attempts=args.attempts, wait_timeout=args.wait_timeout, progress=not args.json)

@@ -17,6 +17,7 @@ line) and ``<family>/{devices,inputs,measurements}.csv``, read by ``nitro evalua
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -36,10 +37,12 @@ LOAD_COLUMNS = ["computation", "input", "foreign_cpu_share", "wall_s", "attempts
 
 def _quietest(measure, attempts: int, max_foreign: float, wait_share: float, wait_window: float, wait_timeout: float):
     """``measure()`` up to ``attempts`` times until other work took at most ``max_foreign`` of
-    the machine during it; the quietest attempt's result, share, wall seconds and the attempts made."""
-    best = None
+    the CPUs during it; the quietest attempt's result, share, wall seconds, the attempts made,
+    and whether a wait for a quiet moment gave up (after that, its later attempts do not wait)."""
+    best, gave_up = None, False
     for attempt in range(1, attempts + 1):
-        quiet.wait_until_quiet(wait_share, wait_window, wait_timeout)
+        if not gave_up:
+            gave_up = quiet.wait_until_quiet(wait_share, wait_window, wait_timeout)[1]
         before = quiet.sample()
         result = measure()
         after = quiet.sample()
@@ -48,15 +51,21 @@ def _quietest(measure, attempts: int, max_foreign: float, wait_share: float, wai
             best = (result, share, after.wall - before.wall)
         if share <= max_foreign:
             break
-    return (*best, attempt)
+    return (*best, attempt, gave_up)
+
+
+def _read_load(path: Path) -> pd.DataFrame:
+    return pd.read_csv(path, dtype={"input": str}) if path.exists() else pd.DataFrame(columns=LOAD_COLUMNS)
 
 
 def _write_load(path: Path, lines: list[dict]) -> None:
-    """Merge ``lines`` into ``foreign_load.csv`` (a line per computation and input, the newest kept)."""
-    old = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=LOAD_COLUMNS)
-    frame = pd.concat([old, pd.DataFrame(lines, columns=LOAD_COLUMNS)], ignore_index=True)
+    """Merge ``lines`` into ``foreign_load.csv`` (a line per computation and input, the newest
+    kept), replacing the file whole so that a run killed while writing leaves the old one."""
+    frame = pd.concat([_read_load(path), pd.DataFrame(lines, columns=LOAD_COLUMNS)], ignore_index=True)
     frame = frame.drop_duplicates(["computation", "input"], keep="last").sort_values(["computation", "input"])
-    frame.to_csv(path, index=False, float_format="%.3f")
+    part = path.with_name(path.name + ".part")
+    frame.to_csv(part, index=False, float_format="%.3f")
+    os.replace(part, path)
 
 
 def record_family(store: Store, family: str, directory, device_id: str | None = None, n_train: int = 48,
@@ -67,7 +76,9 @@ def record_family(store: Store, family: str, directory, device_id: str | None = 
     """Record ``family`` here (see the module docstring) under ``device_id`` (default this
     machine's id) and write it under ``directory``; a summary of what was measured. ``policy``:
     how each variant is timed (default the tuner's); ``wait_window``: the seconds of quiet
-    awaited before each input."""
+    awaited before each input. Give ``store`` a store of its own: a device record already in it
+    is kept as it is, and an input counts as recorded only with a row and a line in
+    ``foreign_load.csv`` (rows that ``tune()`` left there are timed again)."""
     if not 0 <= max_foreign <= 1 or not 0 < wait_share <= 1 or attempts < 1:
         raise ValueError(f"need 0 <= max_foreign <= 1, 0 < wait_share <= 1 and attempts >= 1; got "
                          f"{max_foreign}, {wait_share}, {attempts}")
@@ -75,35 +86,40 @@ def record_family(store: Store, family: str, directory, device_id: str | None = 
     module = load(family)
     cv = module.make_code_variant()
     cv.device_id = device = device_id or devices.current_device_id()
-    cv.record = True
+    cv.record = False                  # only the quietest attempt is stored, below
     (train, train_ids), (test, test_ids) = module.train_test_inputs(n_train, n_test, seed)
     tuner = Autotuner(cv.name, store=store, policy=policy, progress=False)
     tuner.set_training_args(list(train) + list(test), ids=list(train_ids) + list(test_ids))
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     settings = (attempts, max_foreign, wait_share, wait_window, wait_timeout)
-    if store.device(device, missing_ok=True) is None:      # before measure() takes one unchecked
+    if store.device(device, missing_ok=True) is None:
         store.put_device(device, _quietest(lambda: devices.local_record(device), *settings)[0])
     (directory / "device.json").write_text(json.dumps({device: store.device(device)}, indent=1))
     store.declare(cv.name, cv.variant_names, cv.feature_names)
-    done = set(store.recorded_inputs(cv.name, device))
-    lines, ids = [], tuner.training_ids
+    load_path = directory / "foreign_load.csv"
+    logged = _read_load(load_path)
+    done = set(store.recorded_inputs(cv.name, device)) & set(logged.loc[logged["computation"] == cv.name, "input"])
+    lines, ids, gave_up = [], tuner.training_ids, 0
     for k in progress_bar(range(len(ids)), desc=f"recording {cv.name}", unit="input", enabled=progress):
         if ids[k] in done:
             continue
-        rows, share, wall, tries = _quietest(lambda: tuner.measure(cv, remeasure=True, indices=[k]), *settings)
-        store.put_row(cv.name, device, rows[0])       # the quietest attempt, whichever came last
+        rows, share, wall, tries, waited_out = _quietest(
+            lambda: tuner.measure(cv, remeasure=True, indices=[k]), *settings)
+        store.put_row(cv.name, device, rows[0])
+        gave_up += waited_out
         lines.append({"computation": cv.name, "input": ids[k], "foreign_cpu_share": share, "wall_s": wall,
                       "attempts": tries})
-        _write_load(directory / "foreign_load.csv", lines[-1:])
-    exported = export_computation(store, cv.name, directory / family, devices=[device])
+        _write_load(load_path, lines[-1:])
+    exported = export_computation(store, cv.name, directory / family, devices=[device], inputs=ids)
     shares = np.array([line["foreign_cpu_share"] for line in lines])
-    rows = store.rows(cv.name, device)
-    best = pd.Series([r.best for r in rows if r.best is not None]).value_counts()
+    wanted = set(ids)
+    best = pd.Series([r.best for r in store.rows(cv.name, device) if r.input_id in wanted and r.best is not None])
+    best = best.value_counts()
     return {"device": device, "computation": cv.name, "directory": str(directory / family),
             "inputs": len(ids), "measured": len(lines), "resumed": len(ids) - len(lines),
             "foreign_share_median": float(np.median(shares)) if len(shares) else None,
             "foreign_share_max": float(shares.max()) if len(shares) else None,
-            "inputs_above_max_foreign": int((shares > max_foreign).sum()),
+            "inputs_above_max_foreign": int((shares > max_foreign).sum()), "inputs_not_waited_for": gave_up,
             "best_variants": {str(v): int(n) for v, n in best.items()},
             "measurements": exported["measurements"], "seconds": time.perf_counter() - started}

@@ -149,3 +149,25 @@ def odd_target():
         return Measurements(times, pd.DataFrame({"x": x}, index=inputs),
                             pd.DataFrame({"speed": list(speed.values())}, index=list(speed)))
     return make
+
+
+@pytest.fixture
+def busy_process():
+    """A context manager running one CPU-bound child process: bounded to 30 s, and it stops by
+    itself when its parent (this pytest) is gone, so a killed run leaves no busy loop behind."""
+    import contextlib
+    import os
+    import subprocess
+    import sys
+    code = ("import os, time\nend = time.monotonic() + 30\n"
+            f"while time.monotonic() < end and os.getppid() == {os.getpid()}:\n    pass\n")
+
+    @contextlib.contextmanager
+    def run():
+        child = subprocess.Popen([sys.executable, "-c", code])
+        try:
+            yield child
+        finally:
+            child.kill()
+            child.wait()
+    return run

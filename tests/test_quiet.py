@@ -1,6 +1,4 @@
 import os
-import subprocess
-import sys
 import time
 
 import pytest
@@ -16,33 +14,33 @@ def _spin(seconds):
         pass
 
 
-def test_another_process_is_foreign_work_and_this_ones_is_not():
-    cpus = os.cpu_count()
-    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
+def test_another_process_is_foreign_work(busy_process):
+    cpus = len(os.sched_getaffinity(0))
+    with busy_process():
         time.sleep(0.3)
         before = quiet.sample()
         time.sleep(1.0)
-        loaded = quiet.foreign_share(before, quiet.sample())
-    finally:
-        busy.kill()
-        busy.wait()
+        after = quiet.sample()
+    assert after.cpus == cpus
+    assert quiet.foreign_share(before, after) >= 0.6 / cpus      # one busy loop: a whole CPU of them
+
+
+def test_this_process_work_is_its_own():
     before = quiet.sample()
-    _spin(1.0)                          # this process's own work
-    own = quiet.foreign_share(before, quiet.sample())
-    assert loaded >= 0.6 / cpus         # one busy loop: a whole CPU of the machine's
-    assert own < loaded and own < 0.5 / cpus
+    _spin(0.5)
+    after = quiet.sample()
+    assert after.own - before.own >= 0.4                          # counted as its own work ...
+    ideal = quiet.Sample(0.0, 0.0, 0.0, 2)
+    assert quiet.foreign_share(ideal, quiet.Sample(1.0, 1.0, 1.0, 2)) == 0.0     # ... and subtracted
+    assert quiet.foreign_share(ideal, quiet.Sample(1.0, 1.5, 0.5, 2)) == pytest.approx(0.5 - 0.01, abs=0.005)
 
 
-def test_waiting_gives_up_after_its_timeout():
-    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
+def test_waiting_gives_up_after_its_timeout(busy_process):
+    with busy_process():
         time.sleep(0.2)
-        share, waited = quiet.wait_until_quiet(max_share=1e-9, window=0.3, timeout=0.5)
-    finally:
-        busy.kill()
-        busy.wait()
-    assert share > 0 and 0.5 <= waited < 5
+        share, gave_up = quiet.wait_until_quiet(max_share=1e-9, window=0.3, timeout=0.5)
+    assert share > 0 and gave_up
+    assert quiet.wait_until_quiet(timeout=0) == (0.0, False)                    # no wait at all
 
 
 def test_a_machine_without_proc_stat_is_named(tmp_path):

@@ -73,7 +73,7 @@ def single_source_model(store: Store, cv, source: str, target: str):
     frame = pd.DataFrame({d: devices.feature_values(r) for d, r in records.items()}).T
     m = Measurements.from_rows({source: store.rows(NAME, source)}, cv.variant_names, cv.feature_names, devices=frame)
     data = TransferData.from_measurements(m, devices=[source, target], variants=choose_variants(m, [source]).variants)
-    return zero_shot_model(data, [0], data.complete_inputs([source]), 1)
+    return zero_shot_model(data, [0], np.arange(len(data.inputs)), 1)    # Prepared keeps the learnable ones
 
 
 def _dispatch_overhead(model, calls: int, refine_options: dict) -> dict:

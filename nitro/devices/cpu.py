@@ -43,20 +43,22 @@ def _model_name(info: dict[str, str] | None = None) -> str:
 _GENERIC = re.compile(r"virtual|qemu|kvm|common", re.IGNORECASE)
 
 
-def device_id(info: dict[str, str], threads: int) -> str:
+def cpu_id_from(info: dict[str, str], threads: int) -> str:
     """``cpu_<model>_<n>t`` from ``/proc/cpuinfo``'s fields and the logical CPUs used; where the
-    model name is generic, its family and model numbers join it (``cpu_amd_epyc_family25_model17_2t``),
-    so that two CPU generations behind one name never share their recorded rows."""
+    model name is generic (no model number: a clock speed such as "@ 2.20GHz" is none), its
+    family and model numbers join it (``cpu_amd_epyc_family25_model17_2t``), so that two CPU
+    generations behind one name never share their recorded rows."""
     name = _model_name(info)
     family, model = info.get("cpu family", ""), info.get("model", "")
-    generic = not re.search(r"[0-9]", name) or _GENERIC.search(name)
+    number = re.search(r"[0-9]", re.sub(r"@\s*[0-9.]+\s*[GM]Hz", "", name, flags=re.IGNORECASE))
+    generic = not number or _GENERIC.search(name)
     generation = f"_family{family}_model{model}" if generic and family.isdigit() and model.isdigit() else ""
     return f"cpu_{_slug(name)}{generation}_{threads}t"
 
 
 def cpu_device_id() -> str:
-    """This machine's CPU id (:func:`device_id`): the model name and the logical CPUs this process may use."""
-    return device_id(_cpuinfo(), len(os.sched_getaffinity(0)))
+    """This machine's CPU id (:func:`cpu_id_from`): the model name and the logical CPUs this process may use."""
+    return cpu_id_from(_cpuinfo(), len(os.sched_getaffinity(0)))
 
 
 def _cache_kb() -> dict[int, float]:

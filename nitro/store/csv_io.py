@@ -39,9 +39,9 @@ def _scratch():
 
 
 # -- export -------------------------------------------------------------------------------------
-def export_computation(store: Store, computation: str, directory, devices=None) -> dict:
+def export_computation(store: Store, computation: str, directory, devices=None, inputs=None) -> dict:
     """Write ``computation``'s rows and its devices' features (all, or those named in
-    ``devices``) to ``directory``: measurements
+    ``devices``; the rows of all inputs, or of those in ``inputs``) to ``directory``: measurements
     sorted by device and input, each input's features once (from the first device, in name
     order, that has it). Rows are read a store batch at a time into the scratch database, and
     no file is written before all of them were read."""
@@ -54,11 +54,18 @@ def export_computation(store: Store, computation: str, directory, devices=None) 
         add_input = f"INSERT OR IGNORE INTO inputs VALUES (?{', ?' * len(features)})"
         devs = []
         known = store.devices(computation)
+        if isinstance(devices, str):
+            devices = [devices]
+        if devices is not None and not devices:
+            raise ValueError(f"{computation}: no device named to export")
+        wanted = None if inputs is None else set(inputs)
         missing = sorted(set(devices or []) - set(known))
         if missing:
             raise ValueError(f"{computation}: no rows recorded on {', '.join(missing)}; devices with rows: {', '.join(known)}")
         for device in (known if devices is None else [d for d in known if d in devices]):
             for batch in store.scan_rows(computation, device):
+                if wanted is not None:
+                    batch = [r for r in batch if r.input_id in wanted]
                 with db:
                     db.executemany(add_input, ([r.input_id, *map(r.features.get, features)] for r in batch))
                     db.executemany("INSERT INTO meas VALUES (?, ?, ?, ?, ?)",

@@ -95,7 +95,7 @@ def held_out_results(prep: Prepared, subsets: list[tuple], lam: float = LAMBDA, 
     out = {}
     if len(prep.sources) < 2:
         return out
-    best = {s: prep.data.labels(s, prep.train) for s in prep.sources}   # complete on the sources
+    best = {s: prep.data.labels(s, prep.train) for s in prep.sources}   # a time on every source
     for t in prep.sources:
         pred = predict_held_out(prep, t, subsets, lam, groups)
         times = prep.data.times[t, prep.train]

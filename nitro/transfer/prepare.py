@@ -31,8 +31,7 @@ def shared_rows(data: TransferData, sources, train: np.ndarray,
     train = np.asarray(train)
     train = train[learnable(np.isfinite(data.times[np.ix_(sources, train)]))]
     if len(train) < 2:
-        raise ValueError("fewer than two training inputs are timed on every source for each variant "
-                         "timed on any of them")
+        raise ValueError("fewer than two training inputs where every variant was timed on all sources or on none")
     involved = sources + [data.device_index(d) if isinstance(d, str) else int(d) for d in extra_devices]
     features = [j for j in range(len(data.device_features)) if np.isfinite(data.D[involved, j]).all()]
     return sources, train, features
@@ -42,7 +41,7 @@ def shared_rows(data: TransferData, sources, train: np.ndarray,
 class Prepared:
     data: TransferData
     sources: list[int]            # device indices usable as sources
-    train: np.ndarray             # input indices, complete on every source
+    train: np.ndarray             # input indices a model can learn from on the sources (learnable)
     features: list[int]           # device-feature columns known on every device involved
     X: np.ndarray                 # transformed, standardised input features of ALL inputs
     x_mean: np.ndarray
@@ -54,7 +53,7 @@ class Prepared:
     @classmethod
     def build(cls, data: TransferData, sources, train: np.ndarray, extra_devices=(),
               n_components: int | str | None = "auto", max_centres: int | str | None = "auto") -> "Prepared":
-        """Arrays for ``sources`` on the training inputs ``train`` complete on all of them;
+        """Arrays for ``sources`` on those of the training inputs ``train`` they can learn from;
         ``n_components``: the input kernel's basis, ``max_centres``: the bound on the exported
         expansion (:class:`~nitro.learn.kron.KronKRRGrid`)."""
         sources, train, features = shared_rows(data, sources, train, extra_devices)
