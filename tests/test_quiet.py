@@ -26,10 +26,10 @@ def test_another_process_is_foreign_work(busy_process):
 
 
 def test_this_process_work_is_its_own():
-    before = quiet.sample()
+    before, cpu = quiet.sample(), time.process_time()
     _spin(0.5)
-    after = quiet.sample()
-    assert after.own - before.own >= 0.4                          # counted as its own work ...
+    after, cpu = quiet.sample(), time.process_time() - cpu
+    assert cpu > 0.05 and after.own - before.own == pytest.approx(cpu, abs=0.05)    # counted as its own ...
     ideal = quiet.Sample(0.0, 0.0, 0.0, 2)
     assert quiet.foreign_share(ideal, quiet.Sample(1.0, 1.0, 1.0, 2)) == 0.0     # ... and subtracted
     assert quiet.foreign_share(ideal, quiet.Sample(1.0, 1.5, 0.5, 2)) == pytest.approx(0.5 - 0.01, abs=0.005)
