@@ -88,7 +88,10 @@ def cmd_export_cpp(args):
     result = {"file": str(path), "bytes": path.stat().st_size,
               "models": {d: e["model"].kind for d, e in bundle.devices.items()}, "default": bundle.default}
     _emit(args, result, f"wrote {path} ({result['bytes']:,} bytes): models of {len(bundle.devices)} devices "
-                        f"({', '.join(f'{d}: {k}' for d, k in result['models'].items())}); default {bundle.default}")
+                        f"({', '.join(f'{d}: {k}' for d, k in result['models'].items())}); default {bundle.default}"
+                        + ("" if args.bundle or args.default else
+                           " (the store's first variant: pass --default with your code variant's own default "
+                           "so that C++ falls back as Python does)"))
 
 
 def cmd_bench_startup(args):
@@ -224,9 +227,10 @@ def cmd_tune_from_source(args):
         lines.append(f"few-shot model: {len(p['few_shot']['inputs'])} inputs timed on {p['target']} corrected the "
                      f"zero-shot model, whose expected quality was {100 * z['predicted_quality']:.1f}% ({z['level']})")
     if c:
+        held = (f"held-out sources {100 * c['held_out_quality']:.1f}, worst {100 * c['held_out_worst']:.1f}"
+                if c.get("held_out") else "no source to hold out: the model's own estimate alone, unvalidated")
         lines.append(f"expected quality on {p['target']}: {100 * c['predicted_quality']:.1f}% of the optimum "
-                     f"(model's own estimate {100 * c['self_estimate']:.1f}, held-out sources "
-                     f"{100 * c['held_out_quality']:.1f}, worst {100 * c['held_out_worst']:.1f}); "
+                     f"(model's own estimate {100 * c['self_estimate']:.1f}, {held}); "
                      f"nearest source {c['nearest_source']}" + (", outside the sources' device features"
                                                                 if c["outside_sources"] else ""))
         names = {"best_single_source": "the best single source's own fastest variants (chosen in hindsight)",
@@ -237,25 +241,39 @@ def cmd_tune_from_source(args):
                          + ("; it may fall below it here" if name in c["may_trail"] else ""))
         if c["level"] == "low":
             lines.append(f"estimate LOW: {c['advice']}")
+    lines.append(f"model written to {args.output}" if args.output else
+                 f"model stored for {p['target']} in {_store(args)!r}")
     _emit(args, p, "\n".join(lines))
 
 
 def cmd_record(args):
+    from .benchmarks import load
     from .record import record_family
+    families = _split(args.families)
+    if not families:
+        raise ValueError("name at least one benchmark family to record (histogram,spmv,...)")
+    for family in families:          # every name checked before anything is timed
+        load(family)
     out = {}
-    for family in _split(args.families):
+    for family in families:
         out[family] = record_family(_store(args), family, args.directory, device_id=args.device_id,
-                                        n_train=args.train, n_test=args.test, seed=args.seed,
-                                        max_foreign=args.max_foreign, wait_share=args.wait_share,
-                                        attempts=args.attempts, wait_timeout=args.wait_timeout, progress=not args.json)
+                                    n_train=args.train, n_test=args.test, seed=args.seed,
+                                    max_foreign=args.max_foreign, wait_share=args.wait_share,
+                                    attempts=args.attempts, wait_timeout=args.wait_timeout, progress=not args.json)
     lines = []
     for r in out.values():
+        if r["device_record_foreign_share"] is not None:
+            lines.append(f"device record of {r['device']} taken with other work at "
+                         f"{r['device_record_foreign_share']:.3f} of the CPUs"
+                         + (" (disturbed: a later run takes it again)" if r["device_record_foreign_share"] > args.max_foreign else ""))
         lines.append(f"{r['computation']} on {r['device']}: {r['measured']} inputs measured, {r['resumed']} already "
                      f"recorded, in {r['seconds']:.0f} s; written to {r['directory']}")
         if r["measured"]:
-            lines.append(f"  other work's share of the machine while measuring: median {r['foreign_share_median']:.3f}, "
+            lines.append(f"  other work's share of the CPUs while measuring: median {r['foreign_share_median']:.3f}, "
                          f"max {r['foreign_share_max']:.3f}; {r['inputs_above_max_foreign']} inputs above "
-                         f"{args.max_foreign} after {args.attempts} attempts")
+                         f"{args.max_foreign} after {args.attempts} attempts (a later run times them again)")
+        if r["inputs_not_waited_for"]:
+            lines.append(f"  the machine never became quiet within --wait-timeout for {r['inputs_not_waited_for']} inputs")
         lines.append("  best variants: " + ", ".join(f"{v} {n}" for v, n in r["best_variants"].items()))
     _emit(args, out, "\n".join(lines))
 
@@ -431,7 +449,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--k", type=int, default=1)
     p.add_argument("--max-subset-size", type=int, default=3)
     p.add_argument("--n-jobs", type=int, default=None)
-    p.add_argument("--output", metavar="JSON", help="write the model to this file instead of the store "
+    p.add_argument("-o", "--output", metavar="JSON", help="write the model to this file instead of the store "
                    "(for a read-only store user)")
     p.set_defaults(func=cmd_tune_from_source)
 
@@ -441,9 +459,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("families", help="comma-separated benchmark families (histogram,spmv,...)")
     p.add_argument("directory", help="folder for device.json, foreign_load.csv and one sub-folder per family")
     p.add_argument("--device-id", help="id to record under (default: this machine's CPU id)")
-    p.add_argument("--train", type=int, default=48)
-    p.add_argument("--test", type=int, default=48)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--train", type=int, default=48, help="training inputs per family (default 48)")
+    p.add_argument("--test", type=int, default=48, help="test inputs per family (default 48)")
+    p.add_argument("--seed", type=int, default=0, help="the inputs' seed: the same ids on every machine (default 0)")
     p.add_argument("--max-foreign", type=float, default=0.05,
                    help="share of the machine other work may take while an input is timed before it is timed again")
     p.add_argument("--wait-share", type=float, default=0.10,
@@ -576,7 +594,7 @@ def main(argv=None) -> int:
         from .parallel import parallel_backend
         with parallel_backend(getattr(args, "backend", None), address=getattr(args, "backend_address", None)):
             args.func(args)
-    except (StoreError, ValueError, TypeError, LookupError, FileNotFoundError) as exc:
+    except (StoreError, ValueError, TypeError, LookupError, OSError) as exc:
         print(f"nitro: error: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -51,7 +51,7 @@ def foreign_share(before: Sample, after: Sample) -> float:
     if wall <= 0:
         return 0.0
     other = (after.busy - before.busy) - (after.own - before.own) - 2.0 / CLOCK_TICKS
-    return float(min(1.0, max(0.0, other / (wall * after.cpus))))
+    return round(float(min(1.0, max(0.0, other / (wall * after.cpus)))), 6)
 
 
 def wait_until_quiet(max_share: float = 0.10, window: float = 2.0, timeout: float = 600.0) -> tuple[float, bool]:

@@ -54,8 +54,30 @@ def _quietest(measure, attempts: int, max_foreign: float, wait_share: float, wai
     return (*best, attempt, gave_up)
 
 
+DEVICE_RECORD = "device_record"     # foreign_load.csv's line for the device record's microbenchmarks
+
+
 def _read_load(path: Path) -> pd.DataFrame:
-    return pd.read_csv(path, dtype={"input": str}) if path.exists() else pd.DataFrame(columns=LOAD_COLUMNS)
+    if not path.exists():
+        return pd.DataFrame(columns=LOAD_COLUMNS)
+    try:
+        frame = pd.read_csv(path, dtype={"input": str})
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+        raise ValueError(f"{path} cannot be read ({e}): move it away to record again") from None
+    if list(frame.columns) != LOAD_COLUMNS:
+        raise ValueError(f"{path} has the columns {list(frame.columns)}, not {LOAD_COLUMNS}: move it away to record again")
+    return frame
+
+
+def _owner(directory: Path) -> str | None:
+    """The device whose recording ``directory`` holds (its ``device.json``), if any."""
+    path = directory / "device.json"
+    if not path.exists():
+        return None
+    try:
+        return next(iter(json.loads(path.read_text())), None)
+    except (ValueError, AttributeError):
+        raise ValueError(f"{path} is not a device record: move it away to record in {directory}") from None
 
 
 def _write_load(path: Path, lines: list[dict]) -> None:
@@ -78,10 +100,15 @@ def record_family(store: Store, family: str, directory, device_id: str | None = 
     how each variant is timed (default the tuner's); ``wait_window``: the seconds of quiet
     awaited before each input. Give ``store`` a store of its own: a device record already in it
     is kept as it is, and an input counts as recorded only with a row and a line in
-    ``foreign_load.csv`` (rows that ``tune()`` left there are timed again)."""
+    ``foreign_load.csv`` whose share is at most ``max_foreign`` (rows that ``tune()`` left there,
+    and inputs a busy machine disturbed, are timed again); a device record is taken again unless
+    ``foreign_load.csv`` says it was taken quietly. ``directory`` holds one device's recording."""
     if not 0 <= max_foreign <= 1 or not 0 < wait_share <= 1 or attempts < 1:
-        raise ValueError(f"need 0 <= max_foreign <= 1, 0 < wait_share <= 1 and attempts >= 1; got "
-                         f"{max_foreign}, {wait_share}, {attempts}")
+        raise ValueError(f"need 0 <= max_foreign <= 1 (--max-foreign), 0 < wait_share <= 1 (--wait-share) and "
+                         f"attempts >= 1 (--attempts); got {max_foreign}, {wait_share}, {attempts}")
+    if n_train < 1 or n_test < 0:
+        raise ValueError(f"need at least one training input (--train) and no negative count of test inputs "
+                         f"(--test); got {n_train} and {n_test}")
     started = time.perf_counter()
     module = load(family)
     cv = module.make_code_variant()
@@ -91,15 +118,26 @@ def record_family(store: Store, family: str, directory, device_id: str | None = 
     tuner = Autotuner(cv.name, store=store, policy=policy, progress=False)
     tuner.set_training_args(list(train) + list(test), ids=list(train_ids) + list(test_ids))
     directory = Path(directory)
+    owner = _owner(directory)
+    if owner not in (None, device):
+        raise ValueError(f"{directory} holds the recording of {owner!r}: record {device!r} in another folder")
     directory.mkdir(parents=True, exist_ok=True)
     settings = (attempts, max_foreign, wait_share, wait_window, wait_timeout)
-    if store.device(device, missing_ok=True) is None:
-        store.put_device(device, _quietest(lambda: devices.local_record(device), *settings)[0])
-    (directory / "device.json").write_text(json.dumps({device: store.device(device)}, indent=1))
-    store.declare(cv.name, cv.variant_names, cv.feature_names)
     load_path = directory / "foreign_load.csv"
     logged = _read_load(load_path)
-    done = set(store.recorded_inputs(cv.name, device)) & set(logged.loc[logged["computation"] == cv.name, "input"])
+    quiet_enough = logged[logged["foreign_cpu_share"] <= max_foreign]
+    disturbed = logged[(logged["computation"] == DEVICE_RECORD) & (logged["input"] == device)
+                       & (logged["foreign_cpu_share"] > max_foreign)]
+    device_share = None
+    if store.device(device, missing_ok=True) is None or not disturbed.empty:   # none yet, or a disturbed one
+        record, device_share, wall, tries, _ = _quietest(lambda: devices.local_record(device), *settings)
+        store.put_device(device, record)
+        _write_load(load_path, [{"computation": DEVICE_RECORD, "input": device, "foreign_cpu_share": device_share,
+                                 "wall_s": wall, "attempts": tries}])
+    (directory / "device.json").write_text(json.dumps({device: store.device(device)}, indent=1))
+    store.declare(cv.name, cv.variant_names, cv.feature_names)
+    # recorded: a stored row and a line quiet enough (a disturbed input is timed again)
+    done = set(store.recorded_inputs(cv.name, device)) & set(quiet_enough.loc[quiet_enough["computation"] == cv.name, "input"])
     lines, ids, gave_up = [], tuner.training_ids, 0
     for k in progress_bar(range(len(ids)), desc=f"recording {cv.name}", unit="input", enabled=progress):
         if ids[k] in done:
@@ -121,5 +159,6 @@ def record_family(store: Store, family: str, directory, device_id: str | None = 
             "foreign_share_median": float(np.median(shares)) if len(shares) else None,
             "foreign_share_max": float(shares.max()) if len(shares) else None,
             "inputs_above_max_foreign": int((shares > max_foreign).sum()), "inputs_not_waited_for": gave_up,
+            "device_record_foreign_share": device_share,
             "best_variants": {str(v): int(n) for v, n in best.items()},
             "measurements": exported["measurements"], "seconds": time.perf_counter() - started}

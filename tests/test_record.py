@@ -29,12 +29,15 @@ def test_a_recorded_family_loads_as_a_dataset_and_a_second_run_resumes(clean_sto
     m = load_dataset_dir(tmp_path / "histogram")
     assert m.device_ids == ["cpu_recorded_here"] and len(m.inputs) == 3 and len(m.variants) >= 2
     load = pd.read_csv(tmp_path / "foreign_load.csv")
-    assert sorted(load["input"]) == sorted(m.inputs.index) and load["foreign_cpu_share"].between(0, 1).all()
+    assert load["foreign_cpu_share"].between(0, 1).all()
+    assert load.loc[load["computation"] == "device_record", "input"].tolist() == ["cpu_recorded_here"]
+    load = load[load["computation"] == "histogram"]
+    assert sorted(load["input"]) == sorted(m.inputs.index)
     assert "cpu_recorded_here" in (tmp_path / "device.json").read_text()
     again = record_family(clean_store, "histogram", tmp_path, device_id="cpu_recorded_here", n_train=2, n_test=1,
                           **NO_WAIT)
     assert (again["measured"], again["resumed"]) == (0, 3)
-    assert len(pd.read_csv(tmp_path / "foreign_load.csv")) == 3            # the first run's lines kept
+    assert len(pd.read_csv(tmp_path / "foreign_load.csv")) == 4            # the first run's lines kept
     # a row that tune() left, without a line in foreign_load.csv, is timed again; other inputs are not exported
     from nitro.benchmarks.histogram import train_test_inputs
     (_, ids), _ = train_test_inputs(3, 1)
@@ -55,15 +58,30 @@ def test_an_input_timed_while_other_work_ran_is_timed_again(clean_store, tmp_pat
         r = record_family(clean_store, "histogram", tmp_path, device_id="cpu_busy_here", n_train=1, n_test=0,
                           max_foreign=0.0, attempts=3, policy=FAST, wait_window=0.1, wait_timeout=0.3, progress=False)
         took = time.monotonic() - started
-    line = pd.read_csv(tmp_path / "foreign_load.csv").iloc[0]
+    line = pd.read_csv(tmp_path / "foreign_load.csv").query("computation == 'histogram'").iloc[0]
     assert line["attempts"] == 3 and line["foreign_cpu_share"] > 0
     assert r["inputs_above_max_foreign"] == 1 and r["measured"] == 1 and r["inputs_not_waited_for"] == 1
     assert took < 3 * 0.3 + 10          # after one wait gave up, the other attempts did not wait
     assert len(clean_store.rows("histogram", "cpu_busy_here")) == 1
+    again = record_family(clean_store, "histogram", tmp_path, device_id="cpu_busy_here", n_train=1, n_test=0,
+                          **{**NO_WAIT, "max_foreign": 0.0})
+    assert again["measured"] == 1                                    # a disturbed input is timed again
+
+
+def test_a_folder_holds_one_devices_recording(clean_store, tmp_path):
+    clean_store.put_device("cpu_one", {"cores": {"value": 2.0, "unit": "cores", "source": "query"}})
+    record_family(clean_store, "histogram", tmp_path, device_id="cpu_one", n_train=1, n_test=0, **NO_WAIT)
+    with pytest.raises(ValueError, match="holds the recording of 'cpu_one'"):
+        record_family(clean_store, "histogram", tmp_path, device_id="cpu_two", n_train=1, n_test=0, **NO_WAIT)
+    (tmp_path / "foreign_load.csv").write_text("")
+    with pytest.raises(ValueError, match="foreign_load.csv cannot be read"):
+        record_family(clean_store, "histogram", tmp_path, device_id="cpu_one", n_train=1, n_test=0, **NO_WAIT)
 
 
 def test_bad_settings_are_refused(clean_store, tmp_path):
     with pytest.raises(ValueError, match="max_foreign"):
         record_family(clean_store, "histogram", tmp_path, max_foreign=2.0)
+    with pytest.raises(ValueError, match="--train"):
+        record_family(clean_store, "histogram", tmp_path, n_train=0)
     with pytest.raises(ValueError, match="unknown benchmark family"):
         record_family(clean_store, "no_such_family", tmp_path)

@@ -65,8 +65,9 @@ def estimate_quality(scores: np.ndarray, held_out: dict[str, dict], D: np.ndarra
         "outside_sources": bool(outside), "level": level, "baselines": baselines,
         "may_trail": [name for name, b in baselines.items() if b["model_ahead_on"] < b["held_out_sources"]],
         "advice": ("" if level == "high" else
-                   "zero-shot is uncertain here: time a few inputs on the target (target_budget=0.02, "
-                   "about 2% of the training inputs) or run the code variant in refining mode"),
+                   "zero-shot is uncertain here: time a few inputs on the target (few-shot: "
+                   "tuner.tune_from_source([cv], target_budget=0.02) in Python, about 2% of the training inputs) "
+                   "or run the code variant in refining mode (cv.refine())"),
     }
 
 
