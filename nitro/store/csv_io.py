@@ -109,7 +109,9 @@ def import_computation(store: Store, computation: str, directory, variants=None,
     memory, a permission refused) leaves the computation declared, device records, and the
     transactions acknowledged before it: whole rows, each replacing the same input's row; no
     other row is touched. Running the same import again completes it, with the result of one
-    import."""
+    import. Into a computation already stored, a directory whose variants are among the stored
+    ones is read with the stored variants and features (a device that never timed a variant, as
+    a recording where it failed on every input, joins with no time for it)."""
     directory = Path(directory)
     if not directory.is_dir():
         raise FileNotFoundError(f"dataset directory {directory} does not exist")
@@ -118,6 +120,11 @@ def import_computation(store: Store, computation: str, directory, variants=None,
         columns, notes = _spool_inputs(db, directory)
         notes += not_positive_note(not_positive)
         devices = load_devices(directory)
+        stored = store.meta(computation) if computation in store.computations() else None
+        if stored and not variants and set(found) <= set(stored["variants"]):
+            variants = stored["variants"]     # a device that never timed some variant joins the computation
+        if stored and not features and set(stored["features"]) <= set(columns):
+            features = stored["features"]
         variants = list(variants) if variants else found
         features = list(features) if features else list(columns)
         missing = set(features) - set(columns)

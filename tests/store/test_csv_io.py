@@ -185,3 +185,17 @@ def test_streamed_export_is_sorted_and_round_trips_through_many_store_batches(st
     assert set(pd.read_csv(tmp_path / "one" / "measurements.csv", dtype=str)["device"]) == {one}
     with pytest.raises(ValueError, match="no rows recorded on nowhere"):
         export_computation(store, "t", tmp_path / "none", devices=["nowhere"])
+
+
+def test_a_device_that_never_timed_a_variant_joins_the_stored_computation(store, tmp_path):
+    for device, variants in (("full", ["a", "b"]), ("partial", ["a"])):
+        folder = tmp_path / device
+        folder.mkdir()
+        pd.DataFrame({"device": [device], "cores": [2.0]}).to_csv(folder / "devices.csv", index=False)
+        pd.DataFrame({"input": ["i0", "i1"], "N": [1.0, 2.0]}).to_csv(folder / "inputs.csv", index=False)
+        pd.DataFrame([{"device": device, "input": i, "variant": v, "time_s": 1.0 + k}
+                      for i in ("i0", "i1") for k, v in enumerate(variants)]).to_csv(folder / "measurements.csv", index=False)
+        import_computation(store, "joined", folder)
+    assert store.meta("joined")["variants"] == ["a", "b"]
+    rows = store.rows("joined", "partial")
+    assert len(rows) == 2 and all(r.times["b"] is None and r.best == "a" for r in rows)
