@@ -242,7 +242,7 @@ def cmd_tune_from_source(args):
         if c["level"] == "low":
             lines.append(f"estimate LOW: {c['advice']}")
     lines.append(f"model written to {args.output}" if args.output else
-                 f"model stored for {p['target']} in {_store(args)!r}")
+                 f"model stored for {p['target']} in {store!r}")
     _emit(args, p, "\n".join(lines))
 
 

@@ -130,7 +130,7 @@ def _drop_until_enough_inputs(m: Measurements, sources: list[str], choice: Varia
 
 
 def _too_few_inputs(m: Measurements, sources: list[str], choice: VariantChoice) -> str:
-    """An error naming how many inputs each source and each (variant, source) has timed."""
+    """An error naming how many inputs each source has timed."""
     t = _timed(m, sources)[choice.variants]
     per_source = t.notna().any(axis=1).groupby(level=0).sum().reindex(sources, fill_value=0)
     return (f"only {choice.n_inputs} input(s) have each of the variants {choice.variants} timed on every "

@@ -16,8 +16,7 @@ def learnable(timed: np.ndarray) -> np.ndarray:
     known), and each variant was timed on every source or on none. A variant timed on no source
     there failed everywhere or is not allowed there (a constraint): a fraction of 0 of the
     optimum. One timed on some sources only leaves the input out: its failure on one device
-    cannot be told apart from a time never taken (on the shared SpMV data, keeping such inputs
-    with a fraction of 0 cost 0.6 points leave-one-family-out, ``nitro.transfer.coverage``)."""
+    cannot be told apart from a time never taken (measured in :mod:`nitro.transfer.coverage`)."""
     timed = np.asarray(timed, dtype=bool)
     return timed.any(axis=2).all(axis=0) & (timed.all(axis=0) | ~timed.any(axis=0)).all(axis=1)
 
