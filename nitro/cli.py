@@ -40,7 +40,8 @@ def cmd_store_ls(args):
 
 def cmd_store_export(args):
     from .store.csv_io import export_computation
-    result = export_computation(_store(args), args.computation, args.directory, devices=_split(args.devices))
+    devices = None if args.devices is None else (_split(args.devices) or [])     # named, but none: an error
+    result = export_computation(_store(args), args.computation, args.directory, devices=devices)
     _emit(args, result, f"exported {result['measurements']} measurements of {result['inputs']} inputs "
                         f"on {result['devices']} devices to {args.directory}")
 
@@ -75,15 +76,31 @@ def cmd_bundle_show(args):
                      f"on {info['device']}: {info['path']}" + (f" ({model.kind} model)" if model else ""))
 
 
+def _model_file(path: str):
+    """``(device, model)`` from a file written by ``nitro tune-from-source -o``."""
+    from .model import SelectorModel
+    try:
+        model = SelectorModel.from_dict(json.loads(Path(path).read_text()))
+    except (json.JSONDecodeError, KeyError) as exc:
+        raise ValueError(f"{path} is not a nitro model ({exc})") from None
+    target = model.provenance.get("target")
+    if not target:
+        raise ValueError(f"{path}: the model names no target device (provenance['target'])")
+    return target, model
+
+
 def cmd_export_cpp(args):
     from .bundle import Bundle
     from .export_cpp import bundle_from_store, write_header
+    if args.bundle and args.model:
+        raise ValueError("--model adds to the store's models; a --bundle brings its own: give one or the other")
     if args.bundle:
         bundle = Bundle.load(args.bundle)
         if bundle.computation != args.computation:
             raise ValueError(f"bundle {args.bundle} holds {bundle.computation!r}, not {args.computation!r}")
     else:
-        bundle = bundle_from_store(_store(args), args.computation, _split(args.devices), args.default)
+        bundle = bundle_from_store(_store(args), args.computation, _split(args.devices), args.default,
+                                   models_given=dict(_model_file(f) for f in args.model or []))
     path = write_header(bundle, args.output, args.namespace)
     result = {"file": str(path), "bytes": path.stat().st_size,
               "models": {d: e["model"].kind for d, e in bundle.devices.items()}, "default": bundle.default}
@@ -393,6 +410,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, help="header file, e.g. selector.hpp")
     p.add_argument("--bundle", help="take the models from this bundle file instead of the store")
     p.add_argument("--devices", help="comma-separated device ids (default: every device with a stored model)")
+    p.add_argument("--model", action="append", metavar="JSON",
+                   help="a model file written by tune-from-source -o, for the device it names (repeatable; "
+                        "beside the store's models)")
     p.add_argument("--default", help="variant run where no model applies (default: the first variant)")
     p.add_argument("--namespace", help="C++ namespace (default: nitro_<computation>)")
     p.set_defaults(func=cmd_export_cpp)

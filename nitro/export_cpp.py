@@ -329,24 +329,28 @@ def _noise_words() -> set[str]:
     return set(_NOISE)
 
 
-def bundle_from_store(store, name: str, devices=None, default: str | None = None) -> Bundle:
+def bundle_from_store(store, name: str, devices=None, default: str | None = None, models_given=None) -> Bundle:
     """The stored models of computation ``name`` (of ``devices``, default: every device with
-    rows that has a model) as a bundle without transfer blocks, with each device's datasheet
-    product and the datasheet's names for the product fallback."""
+    rows that has a model), and ``models_given`` (``{device: SelectorModel}``, such as files
+    written by ``nitro tune-from-source -o``, which replace a stored model of their device), as a
+    bundle without transfer blocks, with each device's datasheet product and the datasheet's
+    names for the product fallback."""
     from .bundle_build import datasheet_table
     from .devices import datasheet
 
     meta = store.meta(name)
     wanted = list(devices) if devices else store.devices(name)
+    models_given = dict(models_given or {})
     models = {}
     for d in wanted:
         stored = store.model(name, d)
         if stored is None:
-            if devices:
+            if devices and d not in models_given:
                 raise ValueError(f"{name}: device {d!r} has no stored model (tune it, or build a bundle, "
                                  f"which fits one: nitro bundle build)")
             continue
         models[d] = SelectorModel.from_dict(stored)
+    models.update(models_given)
     if not models:
         raise ValueError(f"{name}: no device has a stored model")
     info = {}

@@ -192,3 +192,28 @@ def test_cli_writes_the_header_from_a_bundle_file(bundle, tmp_path, capsys):
     assert "namespace solver {" in out.read_text() and "selector.hpp" in capsys.readouterr().out
     assert main(["export-cpp", "other", "--bundle", str(path), "-o", str(out)]) == 2
     assert "holds 'my-solver', not 'other'" in capsys.readouterr().err
+
+
+def test_cli_takes_a_model_file_written_by_tune_from_source(bundle, tmp_path, capsys):
+    """A read-only store user writes the model to a file (tune-from-source -o) and exports it."""
+    import json
+
+    from nitro.cli import main
+    from nitro.store import Store
+    Store().declare("my-solver-from-a-file", VARIANTS, FEATURES)          # the CLI's default store
+    device = list(bundle.devices)[0]
+    model = bundle.devices[device]["model"]
+    d = model.to_dict()
+    d["provenance"] = {**d.get("provenance", {}), "target": "gpu_only_in_a_file"}
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(d))
+    out = tmp_path / "selector.hpp"
+    assert main(["export-cpp", "my-solver-from-a-file", "--model", str(path), "-o", str(out)]) == 0
+    assert '"gpu_only_in_a_file"' in out.read_text() and "gpu_only_in_a_file" in capsys.readouterr().out
+    del d["provenance"]["target"]
+    path.write_text(json.dumps(d))
+    assert main(["export-cpp", "my-solver-from-a-file", "--model", str(path), "-o", str(out)]) == 2
+    assert "names no target device" in capsys.readouterr().err
+    assert main(["export-cpp", "my-solver-from-a-file", "--model", str(path), "--bundle", str(path),
+                 "-o", str(out)]) == 2
+    assert "give one or the other" in capsys.readouterr().err
