@@ -13,7 +13,7 @@ largest, never an extrapolated multiple of it.
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -23,9 +23,8 @@ LAMBDAS = 10.0 ** np.arange(-6.0, 3.0)   # ridge penalties tried, relative to th
 
 class CallCost:
     """Predicted seconds of a call from its ``d`` feature values (see the module docstring).
-    ``add(values, seconds)`` learns one timed call (``add_all``: several runs of one input),
-    ``predict(values)`` estimates one; before any call is timed the estimate is 0 (nothing to
-    go on: the budget's bound still holds, since the time spent is counted after the call).
+    ``add(values, seconds)`` learns one timed call, ``predict(values)`` estimates one; before
+    any call is timed the estimate is 0 (nothing to go on: refining mode explores no call then).
     ``units``: each feature's unit before its logarithm (a size in millions is taken as the
     model takes it: :meth:`nitro.SelectorModel.input_units`), 1 by default."""
 
@@ -54,23 +53,15 @@ class CallCost:
     def add(self, values: Sequence[float], seconds: float) -> None:
         """Learn that a call with these features took ``seconds`` (non-positive or non-finite
         times are ignored)."""
-        self.add_all(values, (seconds,))
-
-    def add_all(self, values: Sequence[float], times: Iterable[float]) -> None:
-        """Learn several timed runs of one input (an explored call's variants): its features
-        are transformed once."""
-        z = None
-        for seconds in times:
-            if not (seconds > 0.0 and math.isfinite(seconds)):
-                continue
-            z = self._z(values) if z is None else z
-            y = math.log(seconds)
-            self._pending.append((z, y))
-            self._sum += y
-            self.n += 1
-            self.low, self.high = min(self.low, y), max(self.high, y)
-            if len(self._pending) >= REFRESH or self.n in (4, 8, 16):
-                self._solve()
+        if not (seconds > 0.0 and math.isfinite(seconds)):
+            return
+        y = math.log(seconds)
+        self._pending.append((self._z(values), y))
+        self._sum += y
+        self.n += 1
+        self.low, self.high = min(self.low, y), max(self.high, y)
+        if len(self._pending) >= REFRESH or self.n in (4, 8, 16):
+            self._solve()
 
     def _solve(self) -> None:
         """Ridge regression on the centred sufficient statistics, its penalty chosen by

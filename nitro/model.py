@@ -10,6 +10,7 @@ NumPy (:mod:`nitro.model_params` checks it in plain Python); the batch methods
 """
 from __future__ import annotations
 
+import math
 
 from .model_params import flat_params, variant_starts
 
@@ -175,6 +176,22 @@ class SelectorModel:
         d = len(self.input_features)
         return [float(u) for u in self.params.get("unit", [1.0] * d)[:d]] if self.kind in ("kernel", "svc", "linear") \
             else [1.0] * d
+
+    def relative_times(self, scores, choice: int) -> list[float] | None:
+        """Each variant's predicted time over the ``choice``'s, read from one row of
+        :meth:`scores`, or ``None`` when this kind's scores say nothing about time. ``kernel``:
+        the ratio of predicted fractions of the optimum (+inf where a variant's is not
+        positive: predicted far slower than any fraction can say); ``gbt``: the exponential of
+        the gap in predicted log speed-up. Refining mode prices an explored call with it."""
+        if self.kind == "kernel":
+            own = scores[choice]
+            if not own > 0.0:
+                return None
+            return [own / s if s > 0.0 else math.inf for s in scores]
+        if self.kind == "gbt":
+            own = scores[choice]
+            return [math.exp(min(own - s, 700.0)) for s in scores]
+        return None
 
     def scores(self, X):
         """Scores (n, len(variants)) of each row of input features ``X`` (n, d_in) whose row-wise

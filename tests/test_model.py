@@ -135,3 +135,26 @@ def test_svc_and_linear_models_with_units_evaluate_as_scikit_learn_compiled_and_
     assert list(model.predict_index(Q)) == expected
     assert list(model.compiled().predict_batch(Q)) == expected
     assert [model.compiled().predict_one(list(row)) for row in Q[:200]] == expected[:200]
+
+
+def test_relative_times_read_predicted_time_ratios_from_kernel_and_gbt_scores():
+    """Refining mode prices an explored call by each variant's predicted time over the choice's:
+    a kernel model's fractions of the optimum and a gbt model's log speed-ups say it; votes do not."""
+    from nitro.learn.regression import RegressionSelector
+    kernel = SelectorModel(variants=["a", "b", "c"], input_features=["x"], kind="kernel", params={
+        "signed_log": True, "mean": [0.0], "scale": [1.0], "gamma": 1.0, "centers": [[0.0]],
+        "weights": [[1.0, 0.5, -0.2]], "offset": [0.0, 0.0, 0.0]})
+    scores = kernel.scores([[0.0]])[0].tolist()                  # fractions 1, 0.5, -0.2
+    assert kernel.relative_times(scores, 0) == pytest.approx([1.0, 2.0, np.inf])
+    assert kernel.relative_times(scores, 1) == pytest.approx([0.5, 1.0, np.inf])
+    assert kernel.relative_times(scores, 2) is None              # no positive fraction to compare with
+    rng = np.random.default_rng(0)
+    X = rng.random((200, 2))
+    times = np.column_stack([np.ones(200), 4.0 * np.ones(200), 1.0 + X[:, 0]])   # b always 4x a
+    est = RegressionSelector(per_variant=True, max_iter=50).fit(X, times)
+    gbt = SelectorModel.from_estimator(est, ["p", "q"], variants=["a", "b", "c"])
+    ratios = gbt.relative_times(gbt.scores(X[:1])[0].tolist(), 0)
+    assert ratios[0] == pytest.approx(1.0) and ratios[1] == pytest.approx(4.0, rel=0.05)
+    assert ratios[2] == pytest.approx(1.0 + X[0, 0], rel=0.1)
+    svm = SelectorModel.from_estimator(SVMSelector().fit(X, np.where(X[:, 0] > 0.5, "a", "b")), ["p", "q"])
+    assert svm.relative_times(svm.scores(X[:1])[0].tolist(), 0) is None
