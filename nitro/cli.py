@@ -233,7 +233,7 @@ def cmd_tune_from_source(args):
         Path(args.output).write_text(json.dumps(model.to_dict()))
     p = model.provenance
     lines = [f"model of {args.computation!r} for {p['target']} from {len(p['sources'])} sources "
-             f"({', '.join(p['sources'])}); device features: {', '.join(p['device_features'])}",
+             f"({', '.join(p['sources'])}); device features: {', '.join(p['device_features']) or 'none'}",
              f"variants: {', '.join(p['variants'])}"]
     lines += [f"left out variant {v}: {why}" for v, why in p["variants_left_out"].items()]
     lines += [f"left out source {s}: {why}" for s, why in p["sources_left_out"].items()]

@@ -243,15 +243,43 @@ inline int select(const char* device, const double* features, const char** path 
 '''
 
 
+# C++17 keywords and alternative tokens, and the namespaces the standard keeps for itself:
+# none can name the header's namespace.
+CPP_RESERVED = frozenset("""
+alignas alignof and and_eq asm auto bitand bitor bool break case catch char char16_t char32_t class
+compl const const_cast constexpr continue decltype default delete do double dynamic_cast else enum
+explicit export extern false float for friend goto if inline int long mutable namespace new noexcept
+not not_eq nullptr operator or or_eq private protected public register reinterpret_cast return short
+signed sizeof static static_assert static_cast struct switch template this thread_local throw true try
+typedef typeid typename union unsigned using virtual void volatile wchar_t while xor xor_eq
+std posix""".split())
+
+
+def namespace_error(ns: str) -> str | None:
+    """Why ``ns`` cannot name the header's namespace, or ``None``: not an identifier, a C++
+    keyword, a namespace the standard reserves (``std``, ``posix``, ``std2``…), or an identifier
+    reserved to the implementation (a double underscore, or an underscore and a capital first)."""
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", ns):
+        return "is not a C++ identifier"
+    if ns in CPP_RESERVED or re.fullmatch(r"std[0-9]+", ns):
+        return "is a C++ keyword or a namespace the standard reserves"
+    if "__" in ns or re.match(r"_[A-Z]", ns):
+        return "is reserved to the C++ implementation (a double underscore, or an underscore and a capital first)"
+    return None
+
+
 def namespace_for(computation: str) -> str:
-    return "nitro_" + (re.sub(r"[^0-9A-Za-z_]", "_", computation) or "selector")
+    """The default namespace: ``nitro_`` and the computation's name, other characters as ``_``
+    (never two in a row: a double underscore is reserved)."""
+    return re.sub(r"_{2,}", "_", "nitro_" + (re.sub(r"[^0-9A-Za-z_]", "_", computation) or "selector"))
 
 
 def export_header(bundle: Bundle, namespace: str | None = None) -> str:
     """The C++17 header text of ``bundle``'s device models and fallback table."""
     ns = namespace or namespace_for(bundle.computation)
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", ns):
-        raise ValueError(f"export-cpp: {ns!r} is not a C++ namespace name")
+    why = namespace_error(ns)
+    if why:
+        raise ValueError(f"export-cpp: namespace {ns!r} {why}: give another with --namespace")
     ids = list(bundle.devices)
     models = [_model_namespace(i, d, bundle.devices[d]["model"], bundle.variants) for i, d in enumerate(ids)]
     from .bundle import _tokens as tokens_of

@@ -11,7 +11,7 @@ measured, so a run that stops resumes where it stopped.
 
 Written under ``directory``: ``device.json`` (the device record), ``foreign_load.csv`` (per
 computation and input: the other work's share, wall seconds, attempts; a resumed input keeps its
-line) and ``<family>/{devices,inputs,measurements}.csv``, read by ``nitro evaluate``,
+line, and the lines of inputs an earlier run recorded but this one did not export are dropped) and ``<family>/{devices,inputs,measurements}.csv``, read by ``nitro evaluate``,
 ``nitro store import`` and :func:`nitro.dataset.load_dataset_dir`.
 """
 from __future__ import annotations
@@ -80,10 +80,14 @@ def _owner(directory: Path) -> str | None:
         raise ValueError(f"{path} is not a device record: move it away to record in {directory}") from None
 
 
-def _write_load(path: Path, lines: list[dict]) -> None:
+def _write_load(path: Path, lines: list[dict], keep: tuple[str, set] | None = None) -> None:
     """Merge ``lines`` into ``foreign_load.csv`` (a line per computation and input, the newest
-    kept), replacing the file whole so that a run killed while writing leaves the old one."""
+    kept), replacing the file whole so that a run killed while writing leaves the old one.
+    ``keep=(computation, inputs)``: that computation's lines for other inputs are dropped (a run
+    with fewer inputs exports only its own, and the file describes what was exported)."""
     frame = pd.concat([_read_load(path), pd.DataFrame(lines, columns=LOAD_COLUMNS)], ignore_index=True)
+    if keep is not None:
+        frame = frame[(frame["computation"] != keep[0]) | frame["input"].isin(keep[1])]
     frame = frame.drop_duplicates(["computation", "input"], keep="last").sort_values(["computation", "input"])
     part = path.with_name(path.name + ".part")
     frame.to_csv(part, index=False, float_format="%.3f")
@@ -150,6 +154,7 @@ def record_family(store: Store, family: str, directory, device_id: str | None = 
                       "attempts": tries})
         _write_load(load_path, lines[-1:])
     exported = export_computation(store, cv.name, directory / family, devices=[device], inputs=ids)
+    _write_load(load_path, [], keep=(cv.name, set(ids)))
     shares = np.array([line["foreign_cpu_share"] for line in lines])
     wanted = set(ids)
     best = pd.Series([r.best for r in store.rows(cv.name, device) if r.input_id in wanted and r.best is not None])

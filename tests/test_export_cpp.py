@@ -165,9 +165,15 @@ def test_select_runs_the_default_on_unknown_devices_and_bad_values(bundle, drive
                                                default, default]
 
 
-def test_a_bad_namespace_is_refused(bundle):
+@pytest.mark.parametrize("name", ["not a name", "std", "std2", "class", "__mine", "_Mine", "a__b", "1st"])
+def test_a_bad_namespace_is_refused(bundle, name):
     with pytest.raises(ValueError, match="namespace"):
-        export_header(bundle, namespace="not a name")
+        export_header(bundle, namespace=name)
+
+
+def test_the_default_namespace_is_a_valid_one_for_any_computation_name():
+    assert namespace_for("spmv") == "nitro_spmv" and namespace_for("my--solver_") == "nitro_my_solver_"
+    assert namespace_for("__x") == "nitro_x"
 
 
 def test_export_from_the_store_takes_the_stored_models(bundle, store):

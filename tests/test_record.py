@@ -48,6 +48,14 @@ def test_a_recorded_family_loads_as_a_dataset_and_a_second_run_resumes(clean_sto
                          **NO_WAIT)
     assert (more["measured"], more["resumed"]) == (1, 3)
     assert "not-a-default-input" not in set(load_dataset_dir(tmp_path / "histogram").inputs.index)
+    # a run with fewer inputs exports those only, and foreign_load.csv describes them alone
+    fewer = record_family(clean_store, "histogram", tmp_path, device_id="cpu_recorded_here", n_train=1, n_test=1,
+                          **NO_WAIT)
+    assert (fewer["measured"], fewer["resumed"]) == (0, 2)
+    exported = set(load_dataset_dir(tmp_path / "histogram").inputs.index)
+    load = pd.read_csv(tmp_path / "foreign_load.csv")
+    assert len(exported) == 2 and set(load.loc[load["computation"] == "histogram", "input"]) == exported
+    assert load["computation"].eq("device_record").sum() == 1
 
 
 def test_an_input_timed_while_other_work_ran_is_timed_again(clean_store, tmp_path, busy_process):

@@ -244,10 +244,11 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
     if not candidates:
         raise ValueError(f"{name}: no device feature is known on every source and on {target!r}")
     varies = [data.device_features[j] for j in varying_columns(prep.D, prep.sources, prep.features)]
-    if varies and len(varies) < len(candidates):    # the sources cannot show such a feature's effect
-        provenance["device_features_left_out"] = {f: "constant (within about 1%) over the sources"
-                                              for f in candidates if f not in varies}
-        candidates = varies
+    if len(varies) < len(candidates):    # the sources cannot show such a feature's effect
+        why = "one source: no device feature can vary" if len(sources) == 1 else \
+            "constant (within about 1%) over the sources"
+        provenance["device_features_left_out"] = {f: why for f in candidates if f not in varies}
+        candidates = varies or candidates   # none varies: the kernel leaves them all out itself
     pdfs, sdfs = profiling_based_dfs, search_based_dfs
     if pdfs:
         proxy, variant = {}, {}
@@ -269,7 +270,7 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
         subsets = result.subsets
         provenance["cv_dfs"] = {"selection": selection, "frequencies": result.frequencies,
                                 "seconds": result.seconds}
-    used = sorted({f for s in subsets for f in s})
+    used = sorted({f for s in subsets for f in s if f in varies})
     if learner is not None:
         if target_budget is not None:
             raise ValueError("target_budget corrects the default Kronecker KRR model; it cannot be combined with learner=")
@@ -280,7 +281,7 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
     provenance["confidence"] = estimate_quality(scores, held_out, prep.D[:, prep.features], prep.sources, t,
                                                 data.devices)
     provenance["confidence"]["held_out"] = held_out
-    provenance.update(device_features=used, subsets=subsets,
+    provenance.update(device_features=used, subsets=[[f for f in s if f in varies] for s in subsets],
                       target_features={f: float(data.D[t, data.device_features.index(f)]) for f in used})
     if target_budget is not None:    # the estimate is of the zero-shot model the few-shot one replaces
         provenance["zero_shot_confidence"] = provenance.pop("confidence")

@@ -192,6 +192,19 @@ def test_a_device_feature_constant_over_the_sources_is_left_out_and_named(store)
     assert (np.array(model.predict(X)) == truth.to_numpy()).mean() > 0.85
 
 
+def test_with_one_source_no_device_feature_is_reported_as_used(store):
+    """One source shows no device feature's effect: the provenance names none as used and says
+    why each was left out, for the kernel model and for a learner."""
+    record_planted(store)
+    for learner in (None, "svm"):
+        model = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=["dev1"], target="dev0",
+                                 learner=learner, save=False, progress=False)
+        p = model.provenance
+        assert p["device_features"] == [] and model.device_features == {}
+        assert set(p["device_features_left_out"]) == {"cache_kb", "atomic_units", "decoy1", "decoy2"}
+        assert set(p["device_features_left_out"].values()) == {"one source: no device feature can vary"}
+
+
 def test_a_learner_that_chooses_one_variant_everywhere_on_the_target_says_so(store):
     """``learner=`` models have no quality estimate; a target far outside the sources' device
     features collapses an SVM's kernel to one choice, and that must not be silent."""
