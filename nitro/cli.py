@@ -78,14 +78,15 @@ def cmd_bundle_show(args):
 
 def _model_file(path: str):
     """``(device, model)`` from a file written by ``nitro tune-from-source -o``."""
-    from .model import SelectorModel
+    from .model import SelectorModel, transfer_origin
     try:
         model = SelectorModel.from_dict(json.loads(Path(path).read_text()))
     except (json.JSONDecodeError, KeyError) as exc:
         raise ValueError(f"{path} is not a nitro model ({exc})") from None
-    target = model.provenance.get("target")
+    target = model.provenance.get("target") or transfer_origin(model.provenance).get("target")
     if not target:
-        raise ValueError(f"{path}: the model names no target device (provenance['target'])")
+        raise ValueError(f"{path}: the model names no target device (provenance['target'], or that of the "
+                         "tune_from_source model it was refined from)")
     return target, model
 
 
@@ -190,8 +191,16 @@ def cmd_bench_variants(args):
     _emit(args, result, format_variants(result))
 
 
+ONLINE_DEFAULTS = {"passes": 10, "stream": None, "budget": 0.02, "time_budget": 0.01, "candidates": 2,
+                   "quantile": 0.25, "refit_every": 16, "refit": "trees", "zero_shot": "full"}
+
+
 def cmd_evaluate(args):
     from .dataset import load_dataset_dir
+    given = [f"--{k.replace('_', '-')}" for k, v in ONLINE_DEFAULTS.items() if getattr(args, k) != v]
+    if given and not args.online:
+        raise ValueError(f"{', '.join(given)} {'is an option' if len(given) == 1 else 'are options'} of the "
+                         "refining replay: add --online")
     if args.online:
         from .online import evaluate_online, format_online
         if args.holdout_by != "device" or args.methods:
@@ -438,19 +447,19 @@ def build_parser() -> argparse.ArgumentParser:
     online = p.add_argument_group("--online: replay refining mode on each target's recorded times")
     online.add_argument("--online", action="store_true",
                         help="replay a stream of training inputs through refining mode from the zero-shot model")
-    online.add_argument("--passes", type=int, default=10, help="shuffled passes over the training inputs (default 10)")
+    online.add_argument("--passes", type=int, default=ONLINE_DEFAULTS["passes"], help="shuffled passes over the training inputs (default 10)")
     online.add_argument("--stream", type=int, default=None, metavar="N", help="stream length in calls (overrides --passes)")
-    online.add_argument("--budget", type=float, default=0.02, help="largest share of calls that explore (default 0.02)")
-    online.add_argument("--time-budget", type=float, default=0.01,
+    online.add_argument("--budget", type=float, default=ONLINE_DEFAULTS["budget"], help="largest share of calls that explore (default 0.02)")
+    online.add_argument("--time-budget", type=float, default=ONLINE_DEFAULTS["time_budget"],
                         help="largest share of the served calls' time that exploring may add (0: no bound; default 0.01)")
-    online.add_argument("--candidates", type=int, default=2, help="variants an explored call runs (0: all; default 2)")
-    online.add_argument("--quantile", type=float, default=0.25,
+    online.add_argument("--candidates", type=int, default=ONLINE_DEFAULTS["candidates"], help="variants an explored call runs (0: all; default 2)")
+    online.add_argument("--quantile", type=float, default=ONLINE_DEFAULTS["quantile"],
                         help="explore candidate calls whose margin is in this lowest share of recent margins")
-    online.add_argument("--refit-every", type=int, default=16, help="new target rows between refits (default 16)")
-    online.add_argument("--refit", choices=["trees", "kernel"], default="trees",
+    online.add_argument("--refit-every", type=int, default=ONLINE_DEFAULTS["refit_every"], help="new target rows between refits (default 16)")
+    online.add_argument("--refit", choices=["trees", "kernel"], default=ONLINE_DEFAULTS["refit"],
                         help="refit from the sources' and the target's rows by per-variant boosted trees "
                              "(default), or correct the zero-shot kernel model")
-    online.add_argument("--zero-shot", choices=["full", "cvdfs"], default="full",
+    online.add_argument("--zero-shot", choices=["full", "cvdfs"], default=ONLINE_DEFAULTS["zero_shot"],
                         help="zero-shot model: full-set Kronecker KRR (default) or the CV-DFS ensemble")
     p.set_defaults(func=cmd_evaluate)
 

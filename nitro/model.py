@@ -271,6 +271,17 @@ class SelectorModel:
 EXTRA_KINDS = ("tree", "gbt", "linear", "intervals")
 
 
+def transfer_origin(provenance: dict) -> dict:
+    """The provenance of the ``tune_from_source`` model that ``provenance``'s model is, or was
+    refined from (refits keep their start model's under ``base``); ``{}`` for any other."""
+    p = provenance
+    while isinstance(p, dict):
+        if p.get("method") == "tune_from_source":
+            return p
+        p = p.get("base")
+    return {}
+
+
 def _inv_unit(p: dict, d: int):
     """1 / each column's optional ``unit`` (kinds kernel, svc, linear), ones without it."""
     import numpy as np

@@ -6,7 +6,7 @@ ensemble of device-feature subsets), then a stream of the target's training inpu
 timed for every variant there, so that every choice's cost is known; shuffled passes, ``seed``)
 is dispatched through the same :class:`nitro.refine.Refiner` that serves real
 calls, except that running a variant means reading its recorded time on the target
-(:class:`RecordedRun`) and refits are synchronous, so that a replay is deterministic. A refit
+(:class:`RecordedRun`) and refits are synchronous, so that a replay is deterministic (up to rounding, README). A refit
 (default ``"trees"``) fits per-variant boosted trees on the sources' rows and the target rows
 explored so far, each row teaching only the variants it ran
 (:class:`nitro.transfer.fewshot_trees.TreesRefit`); ``"kernel"`` corrects the zero-shot kernel
@@ -33,7 +33,7 @@ from .dispatch import Dispatcher
 from .metrics import fraction_of_optimum
 from .model import SelectorModel
 from .progress import progress_bar
-from .refine import BUDGET, QUANTILE, REFIT_EVERY, TIME_BUDGET, Refiner
+from .refine import BUDGET, QUANTILE, REFIT_EVERY, TIME_BUDGET, Refiner, check_options
 
 PASSES = 10   # default stream: ten shuffled passes over the target's training inputs
 
@@ -164,6 +164,8 @@ def evaluate_online(m: Measurements, variants=None, devices=None, test_size: flo
     from .evaluate import split
     if passes < 1 or (stream_length is not None and stream_length < 1):
         raise ValueError("a replayed stream needs at least one call")
+    check_options("replay", budget=budget, time_budget=time_budget, candidates=candidates, quantile=quantile,
+                  refit_every=refit_every, **{k: v for k, v in options.items() if k in ("window", "warmup", "repeats")})
     if refit not in ("trees", "kernel"):
         raise ValueError(f"refit must be 'trees' or 'kernel', got {refit!r}")
     started = time.perf_counter()

@@ -79,6 +79,7 @@ import bisect
 import hashlib
 import itertools
 import math
+import numbers
 import queue
 import random
 import threading
@@ -86,6 +87,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -174,6 +176,52 @@ def _holds(dispatcher, variant: str, values) -> bool:
         return False
 
 
+STORE_SCHEMES = ("redis", "rediss", "unix")
+INTEGER_OPTIONS = ("candidates", "window", "warmup", "refit_every", "queue_size", "repeats")
+
+
+def check_options(computation: str, store=None, refit=None, budget: float = BUDGET,
+                  time_budget: float | None = TIME_BUDGET, quantile: float = QUANTILE, candidates: int | None = 2,
+                  window: int = 256, warmup: int = 16, refit_every: int = REFIT_EVERY, queue_size: int = 1024,
+                  repeats: int = 1) -> None:
+    """Refining options checked before anything runs (:class:`Refiner`, and the replay before it
+    reads a data set): a wrong type or value is an error naming it, not a failure counted later
+    by the writer or refit thread (``store=42``, ``refit="trees"``, ``repeats=2.5``)."""
+    _check_types(computation, store, refit, budget=budget, time_budget=time_budget, quantile=quantile,
+                 candidates=candidates, window=window, warmup=warmup, refit_every=refit_every,
+                 queue_size=queue_size, repeats=repeats)
+    if not 0.0 < budget <= 1.0:
+        raise ValueError(f"the exploration budget is a share of calls in (0, 1], got {budget}")
+    if time_budget is not None and not time_budget > 0.0:
+        raise ValueError(f"the time budget is a positive share of the served time (None: no bound; on the "
+                         f"command line, 0), got {time_budget}")
+    if not 0.0 < quantile <= 1.0:
+        raise ValueError(f"quantile is a share of candidate calls in (0, 1], got {quantile}")
+    if candidates is not None and candidates < 2:
+        raise ValueError(f"an explored call compares at least 2 variants (None: all; on the command line, 0), "
+                         f"got candidates={candidates}")
+    if refit_every < 1 or window < 1 or warmup < 0 or queue_size < 1 or repeats < 1:
+        raise ValueError("refit_every, window, queue_size and repeats must be positive, warmup not negative")
+
+
+def _check_types(computation: str, store, refit, **options) -> None:
+    """The types of :func:`check_options`'s arguments."""
+    wrong = [f"{name}={value!r}" for name, value in options.items()
+             if not (value is None and name in ("time_budget", "candidates")) and (isinstance(value, bool) or not isinstance(
+                 value, numbers.Integral if name in INTEGER_OPTIONS else numbers.Real))]
+    if wrong:
+        raise TypeError(f"{computation}: refining options must be numbers ({', '.join(INTEGER_OPTIONS)}: whole "
+                        f"numbers), got {', '.join(wrong)}")
+    if refit is not None and not callable(refit):
+        raise TypeError(f"{computation}: refit is a callable refit(base, X, times) -> model or None "
+                        f"(e.g. nitro.refine.default_refit), got {refit!r}")
+    if isinstance(store, str):
+        if urlsplit(store).scheme not in STORE_SCHEMES:
+            raise ValueError(f"{computation}: store {store!r} is not a Redis URL ({', '.join(s + '://' for s in STORE_SCHEMES)})")
+    elif store is not None and not callable(getattr(store, "put_row", None)):
+        raise TypeError(f"{computation}: store is a nitro Store or a Redis URL, got {store!r}")
+
+
 class Refiner:
     """Refining mode of one dispatcher (see the module documentation).
 
@@ -201,16 +249,9 @@ class Refiner:
                  refit: Callable | None = None, queue_size: int = 1024, seed: int = 0,
                  repeats: int = 1, background: bool = True, on_stop: Callable | None = None,
                  refit_in: str = REFIT_IN):
-        if not 0.0 < budget <= 1.0:
-            raise ValueError(f"the exploration budget is a share of calls in (0, 1], got {budget}")
-        if time_budget is not None and not time_budget > 0.0:
-            raise ValueError(f"the time budget is a positive share of the served time (or None), got {time_budget}")
-        if not 0.0 < quantile <= 1.0:
-            raise ValueError(f"quantile is a share of candidate calls in (0, 1], got {quantile}")
-        if candidates is not None and candidates < 2:
-            raise ValueError(f"an explored call compares at least 2 variants, got candidates={candidates}")
-        if refit_every < 1 or window < 1 or warmup < 0 or queue_size < 1 or repeats < 1:
-            raise ValueError("refit_every, window, queue_size and repeats must be positive, warmup not negative")
+        check_options(computation, store=store, refit=refit, budget=budget, time_budget=time_budget,
+                      quantile=quantile, candidates=candidates, window=window, warmup=warmup,
+                      refit_every=refit_every, queue_size=queue_size, repeats=repeats)
         if refit_in not in ("process", "thread"):
             raise ValueError(f"refit_in is 'process' or 'thread', got {refit_in!r}")
         model = dispatcher.model

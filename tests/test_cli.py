@@ -25,6 +25,8 @@ def test_errors_are_one_line_and_name_the_problem(capsys, tmp_path):
     assert "does not answer" in capsys.readouterr().err
     assert main(["evaluate", str(tmp_path / "missing")]) == 2
     assert "does not exist" in capsys.readouterr().err
+    assert main(["evaluate", str(tmp_path), "--stream", "100", "--budget", "0.5"]) == 2
+    assert "--stream, --budget are options of the refining replay: add --online" in capsys.readouterr().err
 
 
 def test_store_import_ls_export(capsys, tmp_path, spmv_dataset):

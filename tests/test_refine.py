@@ -399,6 +399,17 @@ def test_time_budget_bounds_exploring_time_and_prefers_cheap_inputs():
         Refiner(d, "bad", time_budget=0.0, background=False)
 
 
+@pytest.mark.parametrize("options, error", [
+    (dict(store=42), TypeError), (dict(store="not a url"), ValueError), (dict(refit="trees"), TypeError),
+    (dict(repeats=2.5), TypeError), (dict(refit_every=2.5), TypeError), (dict(budget="0.1"), TypeError),
+    (dict(budget=None), TypeError), (dict(candidates="all"), TypeError), (dict(candidates=True), TypeError),
+    (dict(time_budget=0), ValueError), (dict(candidates=0), ValueError)])
+def test_refining_options_of_the_wrong_type_or_value_are_refused_when_refining_starts(options, error):
+    cv = make_cv([])
+    with pytest.raises(error, match="store|refit|repeats|options|budget|candidates|variants"):
+        cv.refine(**options)
+
+
 def test_time_budget_prices_each_variant_by_the_models_predicted_slow_down():
     """Near x = 0 the kernel model predicts b at 1/e and c at 1/e⁴ of a's fraction of the
     optimum (2.7 and 55 times slower), and they are that slow. Exploring every candidate under a

@@ -237,7 +237,9 @@ class Store:
         return sorted(m.decode() for m in self._call(self.client.smembers, keys.devices_with_features()))
 
     # -- models ------------------------------------------------------------------------------
-    def put_model(self, computation: str, device_id: str, model: dict):
+    def put_model(self, computation: str, device_id: str, model):
+        """Store ``model`` (a :class:`nitro.SelectorModel` or its ``to_dict()``) for the device."""
+        model = model.to_dict() if hasattr(model, "to_dict") else model
         self._call(self.client.set, keys.model(computation, device_id), _dumps(model))
 
     def model(self, computation: str, device_id: str) -> dict | None:

@@ -15,7 +15,7 @@ from ..dataset import Measurements
 from ..learn.kron import varying_columns
 from ..measurement import TrainingRow
 from ..search import budget_count
-from ..model import SelectorModel
+from ..model import SelectorModel, transfer_origin
 from ..progress import progress_bar
 from ..store import Store
 from ..store.redis_store import same_computation
@@ -55,12 +55,18 @@ def _target_record(store: Store, target: str, target_features) -> dict:
     if record is not None:
         return record
     try:
-        return devices_mod.describe(target)
+        record = devices_mod.describe(target)
     except ValueError:
         raise ValueError(f"unknown target device {target!r}: the store has no features for it and it is not "
                          f"a device of this machine ({devices_mod.current_device_id()} or a local GPU); devices "
                          f"with features in the store: {store.device_ids()}; give its features "
                          "(--target-features FILE, target_features=...) or record them on that machine") from None
+    try:   # measured once: later models, refits and rows of this device read the same figures
+        store.put_device(target, record)
+    except Exception as exc:  # a read-only store still gets its model built
+        warnings.warn(f"{target}: its device record could not be stored ({type(exc).__name__}: {exc}); "
+                      "it is measured again next time", stacklevel=3)
+    return record
 
 
 def _default_sources(store: Store, name: str, target: str, target_meta: dict) -> tuple[list[str], dict]:
@@ -155,6 +161,7 @@ class SourcesRefit:
     def __init__(self, store, name: str, variants: list[str], features: list[str], **options):
         self.store, self.name, self.variants, self.features, self.options = store, name, variants, features, options
         self.refit, self.error = None, None
+        self.target_features: dict | None = None    # the model's, for a target the store has no record of
         self.recorded: dict = {}
         self.version = 0
         self._lock = threading.Lock()
@@ -169,13 +176,17 @@ class SourcesRefit:
 
     @classmethod
     def for_model(cls, model: SelectorModel, store, name: str, variants: list[str], features: list[str]):
-        """The refit for ``model`` when ``tune_from_source`` built it (its provenance names the
-        sources, target and variants), else ``None``."""
-        p = model.provenance
-        if p.get("method") != "tune_from_source" or not p.get("sources") or not p.get("target"):
+        """The refit for ``model`` when ``tune_from_source`` built it, or a refit of such a model
+        (a refined model saved and loaded again): its provenance names the sources, target,
+        variants and the target's device features (used where the store has no record of the
+        target, as for a device described by ``target_features``); else ``None``."""
+        p = transfer_origin(model.provenance)
+        if not p.get("sources") or not p.get("target"):
             return None
-        return cls(store, name, variants, features, sources=p["sources"], target=p["target"],
-                   keep_variants=p.get("variants"))
+        refit = cls(store, name, variants, features, sources=p["sources"], target=p["target"],
+                    keep_variants=p.get("variants"))
+        refit.target_features = p.get("target_features") or None
+        return refit
 
     def prepare(self, base) -> None:
         """Read the sources' rows and the target's recorded ones, once they are read (a failed
@@ -184,8 +195,11 @@ class SourcesRefit:
             if self.refit is None and self.store is not None and time.monotonic() >= self._retry_at:
                 try:
                     store = Store(self.store) if isinstance(self.store, str) else self.store
-                    refit = refit_from_sources(store, self.name, self.variants, self.features, **self.options)
                     target = self.options.get("target") or devices_mod.current_device_id()
+                    options = self.options
+                    if self.target_features and store.device(target, missing_ok=True) is None:
+                        options = {**options, "target_features": self.target_features}
+                    refit = refit_from_sources(store, self.name, self.variants, self.features, **options)
                     self.recorded = _recorded_rows(store, self.name, target, list(base.variants),
                                                    list(base.input_features))
                     self.refit, self.error = refit, None
@@ -206,6 +220,22 @@ class SourcesRefit:
             merged[tuple(x)] = t if before is None else np.fmin(before, t).tolist()   # NaN: not run there
         X = np.array(list(merged), dtype=np.float64).reshape(len(merged), len(base.input_features))
         return self.refit(base, X, np.array(list(merged.values()), dtype=np.float64).reshape(len(merged), -1))
+
+
+def _unknown_features(data: TransferData, prep: Prepared, t: int) -> dict[str, str]:
+    """Device features some involved device lacks, and which: a feature missing on the target
+    (not in its given features, or a microbenchmark that failed here) cannot be used however
+    the sources vary, and the model then differs from one built with it."""
+    out = {}
+    for j, f in enumerate(data.device_features):
+        if j in prep.features:
+            continue
+        missing = [data.devices[d] for d in [*prep.sources, t] if not np.isfinite(data.D[d, j])]
+        if t in [data.device_index(m) for m in missing]:
+            out[f] = f"unknown on the target {data.devices[t]}"
+        elif missing:
+            out[f] = f"unknown on source{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
+    return out
 
 
 def tune_from_source(store: Store, name: str, variants: list[str], features: list[str], sources=None,
@@ -243,11 +273,15 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
     candidates = [data.device_features[j] for j in prep.features]
     if not candidates:
         raise ValueError(f"{name}: no device feature is known on every source and on {target!r}")
+    unknown = _unknown_features(data, prep, t)
+    if unknown:
+        provenance["device_features_left_out"] = unknown
     varies = [data.device_features[j] for j in varying_columns(prep.D, prep.sources, prep.features)]
     if len(varies) < len(candidates):    # the sources cannot show such a feature's effect
         why = "one source: no device feature can vary" if len(sources) == 1 else \
             "constant (within about 1%) over the sources"
-        provenance["device_features_left_out"] = {f: why for f in candidates if f not in varies}
+        provenance["device_features_left_out"] = {**provenance.get("device_features_left_out", {}),
+                                                  **{f: why for f in candidates if f not in varies}}
         candidates = varies or candidates   # none varies: the kernel leaves them all out itself
     pdfs, sdfs = profiling_based_dfs, search_based_dfs
     if pdfs:

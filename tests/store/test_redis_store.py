@@ -76,6 +76,15 @@ def test_models_are_json_not_pickle(store):
         store.model("hist", "dev1")
 
 
+def test_a_model_is_stored_as_it_is_or_as_its_dict(store):
+    from nitro.model import SelectorModel
+    model = SelectorModel(variants=["a", "b"], input_features=["x"], kind="constant", params={"label": 1})
+    store.put_model("hist", "dev1", model)
+    assert SelectorModel.from_dict(store.model("hist", "dev1")).predict([[0.0]]) == ["b"]
+    store.put_model("hist", "dev2", model.to_dict())
+    assert store.model("hist", "dev2") == store.model("hist", "dev1")
+
+
 def test_newer_schema_is_refused(store):
     store.client.set(keys.schema(), 99)
     with pytest.raises(StoreError, match="schema version 99"):

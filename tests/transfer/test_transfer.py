@@ -174,6 +174,64 @@ def test_refit_from_sources_learns_from_the_stores_sources_and_the_targets_pairs
     assert (chosen == truth.argmin(axis=1)).mean() > 0.85
 
 
+def test_a_refined_model_refits_from_its_origins_sources_and_target_features(store):
+    """A refined model, saved and loaded again (after a restart), still names the tune_from_source
+    model it came from: refining it again refits from the same sources, and a target the store
+    has no record of (described by target_features) is described by the model's own figures."""
+    from nitro.model import SelectorModel, transfer_origin
+    from nitro.transfer.tune import SourcesRefit
+    m = record_planted(store)
+    sources = [f"dev{i}" for i in range(1, 7)]
+    given = {f: float(v) for f, v in m.devices.loc["dev0"].items()}
+    base = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=sources, target="edge_box",
+                            target_features=given, progress=False, save=False)
+    refit = SourcesRefit.for_model(base, store, "toy", VARIANTS, ["size", "skew"])
+    X = m.inputs.to_numpy()
+    truth = m.for_device("dev0").reindex(m.inputs.index)[VARIANTS].to_numpy()
+    refined = refit(base, X[::4], truth[::4])
+    assert refit.error is None and refined.kind == "gbt"
+    again = SelectorModel.from_dict(refined.to_dict())            # saved and loaded
+    assert transfer_origin(again.provenance)["target"] == "edge_box"
+    second = SourcesRefit.for_model(again, store, "toy", VARIANTS, ["size", "skew"])
+    assert second is not None and second.options["sources"] == sources
+    assert second(again, X[::4], truth[::4]).kind == "gbt" and second.error is None
+
+
+def test_this_machines_record_measured_for_a_model_is_stored(store):
+    """tune_from_source measures this machine when the store has no record of it, and stores the
+    record: later models, refits and this device's refined rows read the same figures."""
+    from nitro import devices
+    from nitro.measurement import TrainingRow
+    rng = np.random.default_rng(0)
+    store.declare("mine", ["a", "b"], ["x"])
+    for i, cores in enumerate((2.0, 8.0, 32.0)):
+        store.put_device(f"src{i}", {"cores": {"value": cores, "unit": "", "source": "test"},
+                                     "threads": {"value": 2 * cores, "unit": "", "source": "test"}})
+        for j, x in enumerate(rng.uniform(1, 1e4, 40)):
+            store.put_row("mine", f"src{i}", TrainingRow(f"in{j}", {"x": float(x)},
+                                                          {"a": x / cores, "b": 100.0 + x / (4 * cores)}))
+    here = devices.current_device_id()
+    assert store.device(here, missing_ok=True) is None
+    model = tune_from_source(store, "mine", ["a", "b"], ["x"], progress=False, save=False)
+    record = store.device(here)
+    assert model.provenance["target"] == here and set(model.provenance["target_features"]) <= set(record)
+    assert all(record[f]["value"] == v for f, v in model.provenance["target_features"].items())
+
+
+def test_device_features_unknown_on_the_target_are_named(store):
+    """A feature the target lacks (not given, or a microbenchmark that failed there) is left out
+    with the reason; one only the target has is named as unknown on the sources."""
+    m = record_planted(store)
+    given = {f: float(v) for f, v in m.devices.loc["dev0"].items() if f != "decoy1"}
+    model = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=[f"dev{i}" for i in range(1, 7)],
+                             target="edge_box", target_features={**given, "bogus": 3.0}, progress=False,
+                             save=False)
+    left = model.provenance["device_features_left_out"]
+    assert left["decoy1"] == "unknown on the target edge_box"
+    assert left["bogus"].startswith("unknown on sources dev1, dev2")
+    assert "decoy1" not in model.provenance["device_features"]
+
+
 def test_a_device_feature_constant_over_the_sources_is_left_out_and_named(store):
     """The sources cannot show its effect; an SVM given it would read the target's other value
     as a distance from every source and lose its kernel's contrast."""
