@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import itertools
+import json
 import sqlite3
 import statistics
 import tempfile
@@ -115,6 +116,8 @@ def import_computation(store: Store, computation: str, directory, variants=None,
     directory = Path(directory)
     if not directory.is_dir():
         raise FileNotFoundError(f"dataset directory {directory} does not exist")
+    profiles = _read_profiles(directory / "profiles.json", str)
+    proxies = _read_profiles(directory.parent / "proxy_profiles.json", int)
     with _scratch() as db:
         found, not_positive = _spool_measurements(db, directory)
         columns, notes = _spool_inputs(db, directory)
@@ -151,7 +154,50 @@ def import_computation(store: Store, computation: str, directory, variants=None,
                 store.put_device(device, record, replace=False)
                 store.put_device_metadata(device, metadata)
             store.put_rows(computation, device, _rows(db, device, [columns[f] for f in features], features, variants))
+    notes += _import_profiles(store, computation, directory, measured, profiles, proxies)
     return {"devices": len(measured), "rows": written, "notes": notes}
+
+
+def _read_profiles(path: Path, second: type) -> dict | None:
+    """A profiles file as ``nitro profile`` keys it (``variant|input`` or ``PROXY|phi`` to
+    ``{metric: number}``), or ``None`` when there is none; a malformed one is an error."""
+    if not path.exists():
+        return None
+    try:
+        raw = json.loads(path.read_text())
+        out = {}
+        for key, metrics in raw.items():
+            first, rest = key.rsplit("|", 1)
+            out[(first, second(rest))] = {str(m): float(v) for m, v in metrics.items()}
+        return out
+    except (ValueError, AttributeError, TypeError) as exc:
+        raise ValueError(f"{path}: not a profiles file (keys 'name|{'input' if second is str else 'phi'}' "
+                         f"to {{metric: number}}): {exc}") from None
+
+
+def _import_profiles(store: Store, computation: str, directory: Path, measured: list[str], profiles, proxies) -> list[str]:
+    """Store a one-device folder's variant profiles (``profiles.json``) and its device's proxy
+    profiles (``../proxy_profiles.json`` beside ``../device.json``), which P-DFS reads."""
+    if profiles is None and proxies is None:
+        return []
+    if len(measured) != 1:
+        return [f"profiles not imported: {directory} holds {len(measured)} devices and the profiles name none"]
+    device, notes = measured[0], []
+    if profiles:
+        store.put_profiles(computation, device, profiles)
+        notes.append(f"imported {len(profiles)} variant profiles of {device}")
+    record = directory.parent / "device.json"
+    if proxies:
+        try:
+            owner = next(iter(json.loads(record.read_text())), None) if record.exists() else None
+        except (ValueError, AttributeError):
+            owner = None
+        if owner == device:
+            store.put_proxy_profiles(device, proxies)
+            notes.append(f"imported {len(proxies)} proxy profiles of {device}")
+        else:
+            notes.append(f"proxy profiles not imported: {record} does not name {device}")
+    return notes
 
 
 def _spool_measurements(db: sqlite3.Connection, directory: Path) -> tuple[list[str], int]:

@@ -49,6 +49,25 @@ def test_the_committed_cpu_dataset_loads():
         assert m.device_ids == ["cpu_amd_epyc_2t"] and len(m.inputs) == 96 and len(m.variants) == n_variants
 
 
+def test_a_recordings_profiles_are_imported_for_p_dfs(store, tmp_path):
+    """A one-device folder's variant profiles (``profiles.json``) and the proxy profiles beside its
+    ``device.json`` reach the store, where P-DFS reads them; a malformed file writes nothing."""
+    import shutil
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2] / "datasets" / "cpu_amd_epyc_2t"
+    r = import_computation(store, "histogram", root / "histogram")
+    profiles, proxies = store.profiles("histogram", "cpu_amd_epyc_2t"), store.proxy_profiles("cpu_amd_epyc_2t")
+    assert len(profiles) == 24 and len(proxies) == 30 and ("ATOMIC", 3) in proxies
+    assert any("24 variant profiles" in n for n in r["notes"])
+    copy = tmp_path / "dev" / "histogram"
+    shutil.copytree(root / "histogram", copy)
+    (copy / "profiles.json").write_text('{"sort_even": {"inst_executed": 1}}')      # no '|input'
+    store.client.flushall()
+    with pytest.raises(ValueError, match="not a profiles file"):
+        import_computation(store, "histogram", copy)
+    assert store.computations() == []
+
+
 def test_device_metadata_is_kept_apart_from_features_through_import_and_export(store, tmp_path):
     src = tmp_path / "src"
     src.mkdir()
