@@ -29,12 +29,19 @@ def cmd_store_ls(args):
     out = {}
     for comp in store.computations():
         meta = store.meta(comp)
+        devices = store.devices(comp)
+        models = {}
+        for d in sorted(set(devices) | set(store.device_ids())):
+            model = store.model(comp, d)
+            if model is not None:
+                models[d] = model.get("provenance", {}).get("method") or model.get("kind", "?")
         out[comp] = {"variants": meta["variants"], "features": meta["features"],
-                     "devices": {d: len(store.recorded_inputs(comp, d)) for d in store.devices(comp)}}
+                     "devices": {d: len(store.recorded_inputs(comp, d)) for d in devices}, "models": models}
     lines = [f"{repr(store)}: {len(out)} computation(s)"]
     for comp, info in out.items():
         lines.append(f"{comp}: {len(info['variants'])} variants, features {', '.join(info['features'])}")
         lines += [f"  {d}: {n} rows" for d, n in info["devices"].items()]
+        lines += [f"  model for {d}: {how}" for d, how in info["models"].items()]
     _emit(args, out, "\n".join(lines))
 
 

@@ -42,6 +42,8 @@ def test_store_import_ls_export(capsys, tmp_path, spmv_dataset):
                  "tesla_p100,titan_v,tesla_v100_sxm2,radeon_vii", "--cv-dfs", "--max-subset-size", "2", "--json"]) == 0
     prov = json.loads(capsys.readouterr().out)
     assert prov["target"] == "tesla_k40m" and prov["device_features"]
+    assert main(["store", "ls"]) == 0
+    assert "model for tesla_k40m: tune_from_source" in capsys.readouterr().out
 
 
 def test_bench_dispatch_json(capsys):
