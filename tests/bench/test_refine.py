@@ -45,6 +45,7 @@ def test_bench_refine_json(tmp_path, capsys):
     s = r["stats"]
     assert s["explored"] <= 0.1 * s["calls"] + 1 and s["rows_written"] == s["rows_recorded"]
     assert s["store_errors"] == 0 and r["oracle_images"] == 3 and r["overhead"]["calls"] == 300
+    assert 0.0 <= r["foreign_cpu_share"] <= 1.0
     assert s["refit"] == "SourcesRefit" and s["refit_fallback"] is None and s["refit_errors"] == 0
     during = r["calls_during_refits"]
     assert list(during) == ["none", "thread", "process"] and all(d["calls"] > 0 for d in during.values())
