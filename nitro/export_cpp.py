@@ -243,7 +243,7 @@ inline int select(const char* device, const double* features, const char** path 
 '''
 
 
-# C++17 keywords and alternative tokens, and the namespaces the standard keeps for itself:
+# C++ keywords (to C++20) and alternative tokens, and the namespaces the standard keeps for itself:
 # none can name the header's namespace.
 CPP_RESERVED = frozenset("""
 alignas alignof and and_eq asm auto bitand bitor bool break case catch char char16_t char32_t class
@@ -252,19 +252,21 @@ explicit export extern false float for friend goto if inline int long mutable na
 not not_eq nullptr operator or or_eq private protected public register reinterpret_cast return short
 signed sizeof static static_assert static_cast struct switch template this thread_local throw true try
 typedef typeid typename union unsigned using virtual void volatile wchar_t while xor xor_eq
+char8_t co_await co_return co_yield concept consteval constinit requires
 std posix""".split())
 
 
 def namespace_error(ns: str) -> str | None:
     """Why ``ns`` cannot name the header's namespace, or ``None``: not an identifier, a C++
-    keyword, a namespace the standard reserves (``std``, ``posix``, ``std2``…), or an identifier
-    reserved to the implementation (a double underscore, or an underscore and a capital first)."""
+    keyword (to C++20), a namespace the standard reserves (``std``, ``posix``, ``std2``…), or an
+    identifier reserved to the implementation at global scope (a double underscore, or an
+    underscore first)."""
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", ns):
         return "is not a C++ identifier"
     if ns in CPP_RESERVED or re.fullmatch(r"std[0-9]+", ns):
         return "is a C++ keyword or a namespace the standard reserves"
-    if "__" in ns or re.match(r"_[A-Z]", ns):
-        return "is reserved to the C++ implementation (a double underscore, or an underscore and a capital first)"
+    if "__" in ns or ns.startswith("_"):
+        return "is reserved to the C++ implementation (a double underscore, or an underscore first)"
     return None
 
 

@@ -190,7 +190,9 @@ class SelectorModel:
             return [own / s if s > 0.0 else math.inf for s in scores]
         if self.kind == "gbt":
             own = scores[choice]
-            return [math.exp(min(own - s, 700.0)) for s in scores]
+            if not math.isfinite(own):
+                return None
+            return [math.exp(min(own - s, 700.0)) if math.isfinite(s) else math.inf for s in scores]
         return None
 
     def scores(self, X):

@@ -85,7 +85,9 @@ def _write_load(path: Path, lines: list[dict], keep: tuple[str, set] | None = No
     kept), replacing the file whole so that a run killed while writing leaves the old one.
     ``keep=(computation, inputs)``: that computation's lines for other inputs are dropped (a run
     with fewer inputs exports only its own, and the file describes what was exported)."""
-    frame = pd.concat([_read_load(path), pd.DataFrame(lines, columns=LOAD_COLUMNS)], ignore_index=True)
+    frame = _read_load(path)
+    if lines:
+        frame = pd.concat([frame, pd.DataFrame(lines, columns=LOAD_COLUMNS)], ignore_index=True)
     if keep is not None:
         frame = frame[(frame["computation"] != keep[0]) | frame["input"].isin(keep[1])]
     frame = frame.drop_duplicates(["computation", "input"], keep="last").sort_values(["computation", "input"])

@@ -177,6 +177,8 @@ def _holds(dispatcher, variant: str, values) -> bool:
 
 
 STORE_SCHEMES = ("redis", "rediss", "unix")
+CHECKED_OPTIONS = ("refit", "budget", "time_budget", "quantile", "candidates", "window", "warmup", "refit_every",
+                   "queue_size", "repeats")
 INTEGER_OPTIONS = ("candidates", "window", "warmup", "refit_every", "queue_size", "repeats")
 
 
@@ -285,12 +287,11 @@ class Refiner:
         self._stopped = False
         self._stop_deadline = math.inf
         self._reserved = 0.0                   # estimated extra time of calls exploring now
-        self._in_flight = 0                    # calls exploring now
         self._local = threading.local()
         self.calls = 0
         self._cost = CallCost(len(dispatcher.features), model.input_units())
         self._sampled_seconds = 0.0    # the candidate calls' time (their choice's, when explored)
-        self._ratio_sum, self._ratio_n = 0.0, 0   # explored alternatives' time over their choice's
+        self._ratio_sum, self._ratio_n = 0.0, 0   # explored alternatives' log time over their choice's
         self._counts = dict(candidate_calls=0, explored=0, budget_skips=0, time_skips=0, rows_recorded=0,
                             rows_written=0, rows_dropped=0, store_errors=0, refits=0, refits_kept=0, base_held=0,
                             refit_errors=0)
@@ -374,7 +375,6 @@ class Refiner:
                     return None
                 self._reserved += expected
             self._local.reserved = expected
-            self._in_flight += 1
             self._counts["explored"] += 1
             run = [choice] + others
             self._rng.shuffle(run)
@@ -385,14 +385,14 @@ class Refiner:
         """The leading ``others`` whose runs fit in ``left`` seconds, and their expected extra
         time: the cost model's time of the choice (nothing timed yet: nothing fits) times each
         variant's predicted time over the choice's (:meth:`nitro.SelectorModel.relative_times`;
-        for a model whose scores say nothing about time, the mean ratio explored calls measured,
-        1 before any), ``repeats`` times, plus the choice's own repeats."""
+        for a model whose scores say nothing about time, the geometric mean of the ratios explored
+        calls measured, 1 before any), ``repeats`` times, plus the choice's own repeats."""
         if self._cost.n == 0:
             return [], 0.0
         own = self._cost.predict(values)
         ratios = model.relative_times(scores, model.variants.index(choice)) if choice in model.variants else None
         index = {v: i for i, v in enumerate(model.variants)}
-        fallback = self._ratio_sum / self._ratio_n if self._ratio_n else 1.0
+        fallback = math.exp(self._ratio_sum / self._ratio_n) if self._ratio_n else 1.0
         expected = own * (self.repeats - 1)
         kept = []
         for v in others:
@@ -458,21 +458,20 @@ class Refiner:
         finite = [t for t in ex.times.values() if math.isfinite(t)]
         reasons = {v: f"{type(e).__name__}: {e}"[:500] for v, e in ex.errors.items()}
         own = ex.times.get(ex.choice, math.inf)
-        with self._lock:              # the time budget's account: served time and cost model
+        with self._lock:              # the time budget's account: served time, spent time, cost model
             self._reserved -= getattr(self._local, "reserved", 0.0)
             self._local.reserved = 0.0
-            self._in_flight -= 1
+            self.explore_seconds += ex.spent       # with the reservation's release: plan() sees one or the other
+            self.extra_seconds += ex.spent - (own if math.isfinite(own) else 0.0)
             if math.isfinite(own):
                 self._sampled_seconds += own
             if self.time_budget is not None and math.isfinite(own) and own > 0.0:
                 self._cost.add(values, own)      # what a call costs: its choice's time
-                for v, t in ex.times.items():    # what an alternative costs against it
-                    if v != ex.choice and math.isfinite(t):
-                        self._ratio_sum += t / own
+                for v, t in ex.times.items():    # what an alternative costs against it (in logs:
+                    if v != ex.choice and math.isfinite(t) and t > 0.0:   # one outlier must not stall exploring)
+                        self._ratio_sum += math.log(t / own)
                         self._ratio_n += 1
         with self._rows_lock:
-            self.explore_seconds += ex.spent
-            self.extra_seconds += ex.spent - (own if math.isfinite(own) else 0.0)
             if not finite:
                 return
             key = tuple(values)

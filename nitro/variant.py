@@ -208,6 +208,9 @@ class CodeVariant:
         turned off. A previous refiner is stopped first."""
         if on is not None and not isinstance(on, bool):
             raise TypeError(f"{self.name}: refine(on) takes True, False or None; give the store as store=")
+        if on:                                # a bad option leaves a running refiner running
+            from .refine import CHECKED_OPTIONS, check_options
+            check_options(self.name, store=store, **{k: v for k, v in options.items() if k in CHECKED_OPTIONS})
         old = self._refiner
         if old is not None:
             old.stop()

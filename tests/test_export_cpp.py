@@ -165,7 +165,7 @@ def test_select_runs_the_default_on_unknown_devices_and_bad_values(bundle, drive
                                                default, default]
 
 
-@pytest.mark.parametrize("name", ["not a name", "std", "std2", "class", "__mine", "_Mine", "a__b", "1st"])
+@pytest.mark.parametrize("name", ["not a name", "std", "std2", "class", "concept", "__mine", "_Mine", "_mine", "a__b", "1st"])
 def test_a_bad_namespace_is_refused(bundle, name):
     with pytest.raises(ValueError, match="namespace"):
         export_header(bundle, namespace=name)

@@ -399,15 +399,23 @@ def test_time_budget_bounds_exploring_time_and_prefers_cheap_inputs():
         Refiner(d, "bad", time_budget=0.0, background=False)
 
 
-@pytest.mark.parametrize("options, error", [
-    (dict(store=42), TypeError), (dict(store="not a url"), ValueError), (dict(refit="trees"), TypeError),
-    (dict(repeats=2.5), TypeError), (dict(refit_every=2.5), TypeError), (dict(budget="0.1"), TypeError),
-    (dict(budget=None), TypeError), (dict(candidates="all"), TypeError), (dict(candidates=True), TypeError),
-    (dict(time_budget=0), ValueError), (dict(candidates=0), ValueError)])
-def test_refining_options_of_the_wrong_type_or_value_are_refused_when_refining_starts(options, error):
+@pytest.mark.parametrize("options, error, message", [
+    (dict(store=42), TypeError, "store is a nitro Store or a Redis URL, got 42"),
+    (dict(store="not a url"), ValueError, "is not a Redis URL"),
+    (dict(refit="trees"), TypeError, "refit is a callable"),
+    (dict(repeats=2.5), TypeError, "got repeats=2.5"), (dict(refit_every=2.5), TypeError, "got refit_every=2.5"),
+    (dict(budget="0.1"), TypeError, "got budget='0.1'"), (dict(budget=None), TypeError, "got budget=None"),
+    (dict(candidates="all"), TypeError, "got candidates='all'"), (dict(candidates=True), TypeError, "candidates=True"),
+    (dict(time_budget=0), ValueError, "positive share of the served time"),
+    (dict(candidates=0), ValueError, "at least 2 variants")])
+def test_refining_options_of_the_wrong_type_or_value_are_refused_when_refining_starts(options, error, message):
+    """Refused before anything changes: a refiner already running keeps running."""
     cv = make_cv([])
-    with pytest.raises(error, match="store|refit|repeats|options|budget|candidates|variants"):
+    running = cv.refine(budget=1.0, refit_every=10_000)
+    with pytest.raises(error, match=message):
         cv.refine(**options)
+    assert cv.refiner is running and running.active
+    running.stop()
 
 
 def test_time_budget_prices_each_variant_by_the_models_predicted_slow_down():

@@ -19,7 +19,8 @@ Reported, all measured in the same run:
 * the per-call overhead of refining when a call does not explore: the same small images
   dispatched alternately by a plain and by a refining copy of the code variant (same model),
   each call timed, explored calls left out; the mean difference and the ratio;
-* the share of the CPUs other work took during the run (:mod:`nitro.quiet`), flagged above 5%;
+* the share of the CPUs other work took during the run (:mod:`nitro.quiet`; the embedded store's
+  server, a daemon, counts as other work), flagged above 5%;
 * calls during refits: plain calls on small images timed one by one while the stream's refit
   (from the sources' rows and the stream's target rows) runs again and again beside them, in a
   thread of this process and in a child process (``refit_in``), against the same calls with no
@@ -183,7 +184,7 @@ def _cpu_sample():
     ``/proc/stat`` to read it from."""
     try:
         return quiet.sample()
-    except FileNotFoundError:
+    except (OSError, ValueError):       # no /proc/stat, or one this reader cannot parse
         return None
 
 

@@ -44,7 +44,7 @@ def _target_metadata(store: Store, target: str, target_features) -> dict[str, st
     return {"kind": "cpu" if target == devices_mod.current_device_id() else "gpu"}
 
 
-def _target_record(store: Store, target: str, target_features) -> dict:
+def _target_record(store: Store, target: str, target_features, keep: bool = False) -> dict:
     """The target's feature record: the numbers of ``target_features``, else the store's
     record, else, when the target is a device of this machine (its CPU, a local GPU's id), that
     device described (and measured) here. Any other name is an error, never this machine's
@@ -61,11 +61,13 @@ def _target_record(store: Store, target: str, target_features) -> dict:
                          f"a device of this machine ({devices_mod.current_device_id()} or a local GPU); devices "
                          f"with features in the store: {store.device_ids()}; give its features "
                          "(--target-features FILE, target_features=...) or record them on that machine") from None
-    try:   # measured once: later models, refits and rows of this device read the same figures
-        store.put_device(target, record)
-    except Exception as exc:  # a read-only store still gets its model built
-        warnings.warn(f"{target}: its device record could not be stored ({type(exc).__name__}: {exc}); "
-                      "it is measured again next time", stacklevel=3)
+    if keep:   # measured once: later models, refits and rows of this device read the same figures
+        try:
+            store.put_device(target, record)      # with its kind, which chooses the default sources
+            store.put_device_metadata(target, {"kind": "cpu" if target == devices_mod.current_device_id() else "gpu"})
+        except Exception as exc:  # a read-only store still gets its model built
+            warnings.warn(f"{target}: its device record could not be stored ({type(exc).__name__}: {exc}); "
+                          "it is measured again next time", stacklevel=3)
     return record
 
 
@@ -78,7 +80,7 @@ def _default_sources(store: Store, name: str, target: str, target_meta: dict) ->
 
 
 def _load(store: Store, name: str, variants, features, sources, target, target_features, keep_variants,
-          progress: bool):
+          progress: bool, keep_target: bool = False):
     """The sources' rows and devices and the target's device, as :class:`TransferData`:
     ``(data, target index, provenance)``."""
     meta = store.meta(name)
@@ -96,7 +98,8 @@ def _load(store: Store, name: str, variants, features, sources, target, target_f
         raise ValueError(f"{name}: the target {target!r} cannot also be a source")
     if not sources:
         raise ValueError(f"{name}: no source device has training rows in the store")
-    records = {**{s: store.device(s) for s in sources}, target: _target_record(store, target, target_features)}
+    records = {**{s: store.device(s) for s in sources},
+               target: _target_record(store, target, target_features, keep=keep_target)}
     rows = {s: store.rows(name, s) for s in progress_bar(sources, desc="reading rows", unit="source", enabled=progress)}
     m = Measurements.from_rows(rows, list(variants),
                                list(features), devices=_device_frame(records))
@@ -185,7 +188,7 @@ class SourcesRefit:
             return None
         refit = cls(store, name, variants, features, sources=p["sources"], target=p["target"],
                     keep_variants=p.get("variants"))
-        refit.target_features = p.get("target_features") or None
+        refit.target_features = p.get("target_features")
         return refit
 
     def prepare(self, base) -> None:
@@ -197,7 +200,7 @@ class SourcesRefit:
                     store = Store(self.store) if isinstance(self.store, str) else self.store
                     target = self.options.get("target") or devices_mod.current_device_id()
                     options = self.options
-                    if self.target_features and store.device(target, missing_ok=True) is None:
+                    if self.target_features is not None and store.device(target, missing_ok=True) is None:
                         options = {**options, "target_features": self.target_features}
                     refit = refit_from_sources(store, self.name, self.variants, self.features, **options)
                     self.recorded = _recorded_rows(store, self.name, target, list(base.variants),
@@ -231,8 +234,9 @@ def _unknown_features(data: TransferData, prep: Prepared, t: int) -> dict[str, s
         if j in prep.features:
             continue
         missing = [data.devices[d] for d in [*prep.sources, t] if not np.isfinite(data.D[d, j])]
-        if t in [data.device_index(m) for m in missing]:
-            out[f] = f"unknown on the target {data.devices[t]}"
+        if data.devices[t] in missing:
+            others = [m for m in missing if m != data.devices[t]]
+            out[f] = f"unknown on the target {data.devices[t]}" + (f" and on {', '.join(others)}" if others else "")
         elif missing:
             out[f] = f"unknown on source{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
     return out
@@ -266,7 +270,7 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
     them and the sources' rows together (:mod:`nitro.transfer.fewshot_trees`, model kind
     ``gbt``)."""
     data, t, provenance = _load(store, name, variants, features, sources, target, target_features,
-                                keep_variants, progress)
+                                keep_variants, progress, keep_target=save)
     prep = Prepared.build(data, [i for i in range(len(data.devices)) if i != t], np.arange(len(data.inputs)),
                           extra_devices=[t])
     target, sources = data.devices[t], [data.devices[i] for i in prep.sources]

@@ -199,7 +199,8 @@ def test_a_refined_model_refits_from_its_origins_sources_and_target_features(sto
 
 def test_this_machines_record_measured_for_a_model_is_stored(store):
     """tune_from_source measures this machine when the store has no record of it, and stores the
-    record: later models, refits and this device's refined rows read the same figures."""
+    record and its kind with the model: later models, refits and this device's refined rows read
+    the same figures."""
     from nitro import devices
     from nitro.measurement import TrainingRow
     rng = np.random.default_rng(0)
@@ -212,10 +213,13 @@ def test_this_machines_record_measured_for_a_model_is_stored(store):
                                                           {"a": x / cores, "b": 100.0 + x / (4 * cores)}))
     here = devices.current_device_id()
     assert store.device(here, missing_ok=True) is None
-    model = tune_from_source(store, "mine", ["a", "b"], ["x"], progress=False, save=False)
+    tune_from_source(store, "mine", ["a", "b"], ["x"], progress=False, save=False)
+    assert store.device(here, missing_ok=True) is None               # save=False writes nothing
+    model = tune_from_source(store, "mine", ["a", "b"], ["x"], progress=False)
     record = store.device(here)
     assert model.provenance["target"] == here and set(model.provenance["target_features"]) <= set(record)
     assert all(record[f]["value"] == v for f, v in model.provenance["target_features"].items())
+    assert store.device_metadata(here) == {"kind": "cpu"}          # the default sources stay of its kind
 
 
 def test_device_features_unknown_on_the_target_are_named(store):
@@ -261,6 +265,16 @@ def test_with_one_source_no_device_feature_is_reported_as_used(store):
         assert p["device_features"] == [] and model.device_features == {}
         assert set(p["device_features_left_out"]) == {"cache_kb", "atomic_units", "decoy1", "decoy2"}
         assert set(p["device_features_left_out"].values()) == {"one source: no device feature can vary"}
+    # a target described by features, with one source: refits read the model's (empty) figures
+    from nitro.transfer.tune import SourcesRefit
+    given = {"cache_kb": 500.0, "atomic_units": 1.0, "decoy1": 0.5, "decoy2": 10.0}
+    model = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=["dev1"], target="edge",
+                             target_features=given, save=False, progress=False)
+    refit = SourcesRefit.for_model(model, store, "toy", VARIANTS, ["size", "skew"])
+    rows = store.rows("toy", "dev1")[:12]
+    X = np.array([[r.features["size"], r.features["skew"]] for r in rows])
+    T = np.array([[r.times[v] for v in VARIANTS] for r in rows])
+    assert refit(model, X, T).kind == "gbt" and refit.error is None
 
 
 def test_a_learner_that_chooses_one_variant_everywhere_on_the_target_says_so(store):
