@@ -33,7 +33,7 @@ from .dispatch import Dispatcher
 from .metrics import fraction_of_optimum
 from .model import SelectorModel
 from .progress import progress_bar
-from .refine import BUDGET, QUANTILE, REFIT_EVERY, TIME_BUDGET, Refiner, check_options
+from .refine import BUDGET, CHECKED_OPTIONS, QUANTILE, REFIT_EVERY, TIME_BUDGET, Refiner, check_options
 
 PASSES = 10   # default stream: ten shuffled passes over the target's training inputs
 
@@ -165,7 +165,7 @@ def evaluate_online(m: Measurements, variants=None, devices=None, test_size: flo
     if passes < 1 or (stream_length is not None and stream_length < 1):
         raise ValueError("a replayed stream needs at least one call")
     check_options("replay", budget=budget, time_budget=time_budget, candidates=candidates, quantile=quantile,
-                  refit_every=refit_every, **{k: v for k, v in options.items() if k in ("window", "warmup", "repeats")})
+                  refit_every=refit_every, **{k: v for k, v in options.items() if k in CHECKED_OPTIONS})
     if refit not in ("trees", "kernel"):
         raise ValueError(f"refit must be 'trees' or 'kernel', got {refit!r}")
     started = time.perf_counter()

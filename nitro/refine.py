@@ -34,12 +34,12 @@ timed). What a call will add is the time of its choice, from
 :class:`nitro.callcost.CallCost` (a regression of the timed calls' log times on their
 features), times each extra variant's predicted time over the choice's
 (:meth:`nitro.SelectorModel.relative_times`: a kernel or boosted-tree model predicts how much
-slower a variant is; for other kinds the mean ratio explored calls measured). Extra variants
-that do not fit are left out, the lowest ranked first, and nothing explores before a call has
-been timed. On nitro's own histogram data, whose slowest variants take 40 times the fastest,
-a replayed stream of 2,000 calls exploring every variant had let one call explore before
-any was timed, and that call added 45% of the stream's optimum. The bound holds whatever the estimate, since a call that
-cost more than expected leaves less for the next ones.
+slower a variant is; for other kinds the geometric mean of the ratios explored calls measured).
+Extra variants that do not fit are left out, the lowest ranked first, and nothing explores
+before a call has been timed. On nitro's own histogram data, whose slowest variants take 40
+times the fastest, a replayed stream of 2,000 calls exploring every variant had let one call
+explore before any was timed, and that call added 45% of the stream's optimum. The bound holds
+whatever the estimate, since a call that cost more than expected leaves less for the next ones.
 
 **What an explored call runs.** The model's choice and the next ``candidates − 1`` allowed
 variants by score that no earlier call on the same feature values has timed (an input whose
@@ -77,6 +77,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import inspect
 import itertools
 import math
 import numbers
@@ -177,9 +178,8 @@ def _holds(dispatcher, variant: str, values) -> bool:
 
 
 STORE_SCHEMES = ("redis", "rediss", "unix")
-CHECKED_OPTIONS = ("refit", "budget", "time_budget", "quantile", "candidates", "window", "warmup", "refit_every",
-                   "queue_size", "repeats")
 INTEGER_OPTIONS = ("candidates", "window", "warmup", "refit_every", "queue_size", "repeats")
+OPTIONAL_OPTIONS = ("time_budget", "candidates")     # None: no time bound, every variant
 
 
 def check_options(computation: str, store=None, refit=None, budget: float = BUDGET,
@@ -209,7 +209,7 @@ def check_options(computation: str, store=None, refit=None, budget: float = BUDG
 def _check_types(computation: str, store, refit, **options) -> None:
     """The types of :func:`check_options`'s arguments."""
     wrong = [f"{name}={value!r}" for name, value in options.items()
-             if not (value is None and name in ("time_budget", "candidates")) and (isinstance(value, bool) or not isinstance(
+             if not (value is None and name in OPTIONAL_OPTIONS) and (isinstance(value, bool) or not isinstance(
                  value, numbers.Integral if name in INTEGER_OPTIONS else numbers.Real))]
     if wrong:
         raise TypeError(f"{computation}: refining options must be numbers ({', '.join(INTEGER_OPTIONS)}: whole "
@@ -222,6 +222,9 @@ def _check_types(computation: str, store, refit, **options) -> None:
             raise ValueError(f"{computation}: store {store!r} is not a Redis URL ({', '.join(s + '://' for s in STORE_SCHEMES)})")
     elif store is not None and not callable(getattr(store, "put_row", None)):
         raise TypeError(f"{computation}: store is a nitro Store or a Redis URL, got {store!r}")
+
+
+CHECKED_OPTIONS = tuple(inspect.signature(check_options).parameters)[2:]   # the Refiner options it checks
 
 
 class Refiner:
