@@ -109,6 +109,18 @@ class SelectorModel:
             raise ValueError(f"malformed {kind} model: {exc!r}") from None
         return model
 
+    @classmethod
+    def from_checked(cls, data: dict, flat: dict) -> "SelectorModel":
+        """A model that :meth:`from_dict` checked in another process of this program, with the
+        flat lists that check made (refining mode's refit process sends both): rebuilt without
+        checking it again, which for a 530 KB model of 6 × 50 trees took 9 ms of Python in the
+        process serving calls."""
+        model = cls(variants=list(data["variants"]), input_features=list(data["input_features"]), kind=data["kind"],
+                    params=data["params"], device_features=dict(data.get("device_features", {})),
+                    provenance=dict(data.get("provenance", {})))
+        model._flat = flat
+        return model
+
     def _validate(self) -> dict:
         """Check the parameters (shapes, finiteness; ``ValueError`` naming the problem) and keep
         them as the compiled evaluator's flat lists."""

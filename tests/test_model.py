@@ -158,3 +158,15 @@ def test_relative_times_read_predicted_time_ratios_from_kernel_and_gbt_scores():
     assert ratios[2] == pytest.approx(1.0 + X[0, 0], rel=0.1)
     svm = SelectorModel.from_estimator(SVMSelector().fit(X, np.where(X[:, 0] > 0.5, "a", "b")), ["p", "q"])
     assert svm.relative_times(svm.scores(X[:1])[0].tolist(), 0) is None
+
+
+def test_a_model_checked_elsewhere_is_rebuilt_from_its_flat_lists_without_a_second_check():
+    """Refining mode's refit process checks a new model and sends its flat lists too: rebuilt
+    from both, it chooses exactly as the model loaded and checked here."""
+    rng = np.random.default_rng(5)
+    X = rng.random((60, 3))
+    est = SVMSelector().fit(X, np.where(X[:, 0] > 0.5, "x", "y"))
+    checked = SelectorModel.from_dict(SelectorModel.from_estimator(est, ["a", "b", "c"]).to_dict())
+    rebuilt = SelectorModel.from_checked(json.loads(json.dumps(checked.to_dict())), checked._flat)
+    assert rebuilt.to_dict() == checked.to_dict()
+    assert [rebuilt.compiled().predict_one(list(x)) for x in X] == [checked.compiled().predict_one(list(x)) for x in X]
