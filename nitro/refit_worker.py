@@ -346,8 +346,9 @@ def serve(inp, out) -> None:
                     bases[client] = SelectorModel.from_dict(payload["base"])
                 model = refits[client](bases[client], payload["X"], payload["times"])
                 if model is not None:             # checked here, so that the serving process need not
-                    model = SelectorModel.from_dict(model.to_dict())
-                reply = ("model", None if model is None else (model.to_dict(), model._flat))
+                    data = model.to_dict()
+                    model = (data, SelectorModel.from_dict(data)._flat)
+                reply = ("model", model)
             except Exception as exc:  # every failure goes back as a message; the loop goes on
                 reply = ("error", f"{type(exc).__name__}: {exc}"[:2000])
         out.write(_frame(reply))

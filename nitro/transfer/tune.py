@@ -41,6 +41,11 @@ def _target_metadata(store: Store, target: str, target_features) -> dict[str, st
         return {n: v for n, v in dict(target_features).items() if isinstance(v, str)}
     if store.device(target, missing_ok=True) is not None:
         return store.device_metadata(target)
+    return _described_metadata(target)
+
+
+def _described_metadata(target: str) -> dict[str, str]:
+    """The metadata of a device of this machine that ``describe`` measures: its CPU, else a GPU."""
     return {"kind": "cpu" if target == devices_mod.current_device_id() else "gpu"}
 
 
@@ -64,7 +69,7 @@ def _target_record(store: Store, target: str, target_features, keep: bool = Fals
     if keep:   # measured once: later models, refits and rows of this device read the same figures
         try:
             store.put_device(target, record)      # with its kind, which chooses the default sources
-            store.put_device_metadata(target, {"kind": "cpu" if target == devices_mod.current_device_id() else "gpu"})
+            store.put_device_metadata(target, _described_metadata(target))
         except Exception as exc:  # a read-only store still gets its model built
             warnings.warn(f"{target}: its device record could not be stored ({type(exc).__name__}: {exc}); "
                           "it is measured again next time", stacklevel=3)
