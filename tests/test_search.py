@@ -95,8 +95,11 @@ def test_active_learning_measures_within_budget_and_learns_the_crossover():
 
 
 def _always_fast(n_inputs):
-    cv = code_variant("plateau", {"fast": sleeper(2e-4), "slow": sleeper(2e-3)}, {"x": lambda x: float(x)})
-    policy = TimingPolicy(min_repeats=1, max_repeats=2, target_seconds=0.0, isolate=False)
+    """'fast' sleeps 0.2 ms, 'slow' 10 ms: a 50x gap, so that a loaded CI machine (repeated
+    timings disagreeing by 35-160%) never lets 'slow' win an input (a 10x gap timed twice once
+    did); the median of 3 timings also outvotes one stretched call."""
+    cv = code_variant("plateau", {"fast": sleeper(2e-4), "slow": sleeper(1e-2)}, {"x": lambda x: float(x)})
+    policy = TimingPolicy(min_repeats=3, max_repeats=3, target_seconds=0.0, isolate=False)
     tuner = autotuner("plateau", policy=policy, progress=False)
     tuner.set_training_args(list(range(1, n_inputs + 1)))
     return cv, tuner
