@@ -267,10 +267,12 @@ def cmd_tune_from_source(args):
                      f"nearest source {c['nearest_source']}" + (", outside the sources' device features"
                                                                 if c["outside_sources"] else ""))
         names = {"best_single_source": "the best single source's own fastest variants (chosen in hindsight)",
-                 "majority": "the sources' majority fastest variant"}
+                 "majority": "the sources' majority fastest variant",
+                 "full_set_svm": "the paper's full-set SVM (learner='svm' in Python)"}
         for name, b in c.get("baselines", {}).items():
             lines.append(f"on held-out sources the model led {names[name]} on {b['model_ahead_on']} of "
-                         f"{b['held_out_sources']} (their mean {100 * b['held_out_mean']:.1f}%)"
+                         f"{b['held_out_sources']} (their mean {100 * b['held_out_mean']:.1f}%; the model's lead "
+                         f"{100 * b['lead']:+.1f} points, sd {100 * b['lead_sd']:.1f})"
                          + ("; it may fall below it here" if name in c["may_trail"] else ""))
         if c["level"] == "low":
             lines.append(f"estimate LOW: {c['advice']}")

@@ -15,19 +15,26 @@ second blind to the target; with a single source there is no held-out source, an
 is the model's own, marked "low"). ``outside`` flags a target farther from its nearest source than
 any source is from its own nearest: zero-shot is then an extrapolation, whatever the estimate.
 
-Whether the model will beat what needs no model is estimated the same way: on each held-out
+Whether the model will beat the simpler choices is estimated the same way: on each held-out
 source, the model's quality against the best single other source's true fastest variants
-(chosen in hindsight) and against their per-input majority (``baselines``: the model's lead on
-how many held-out sources). Where a baseline did better on any held-out source, ``may_trail``
-names it: the model may fall below it on the target too.
+(chosen in hindsight), against their per-input majority and against the paper's full-set SVM
+fitted on them (``baselines``: the model's lead in points of the optimum, its spread, and on how
+many held-out sources it led). A target is one more device like the held-out sources, so the
+lead it will see is drawn from their spread, not fixed at their mean: where the lower end of a
+one-sided 90% prediction interval for one more device's lead (Student's t over the held-out
+leads) reaches below zero, or where the baseline did better on any held-out source,
+``may_trail`` names it: the model may fall below it on the target too.
 """
 from __future__ import annotations
 
 import numpy as np
+from scipy import stats
 
 from ..learn.kron import source_distances, standardised_devices
 
 LOW = 0.90       # below this predicted fraction, the estimate says "low" and advises measuring
+BASELINES = ("best_single_source", "majority", "full_set_svm")   # keys of a held-out result
+LEAD_LEVEL = 0.90   # one-sided prediction interval of the model's lead over a baseline on the target
 
 
 def nearest_distances(D: np.ndarray, sources: list[int], target: int) -> tuple[float, float, int]:
@@ -52,23 +59,35 @@ def estimate_quality(scores: np.ndarray, held_out: dict[str, dict], D: np.ndarra
     distance, spread, nearest = nearest_distances(D, sources, target)
     outside = distance > spread
     baselines = {}
-    for name in ("best_single_source", "majority"):
+    for name in BASELINES:
         pairs = [(v["quality"], v[name]) for v in held_out.values() if name in v]
         if pairs:
             baselines[name] = {"held_out_mean": float(np.mean([b for _, b in pairs])),
-                               "model_ahead_on": int(sum(q >= b for q, b in pairs)), "held_out_sources": len(pairs)}
+                               "model_ahead_on": int(sum(q >= b for q, b in pairs)), "held_out_sources": len(pairs),
+                               **lead_interval(np.array([q - b for q, b in pairs]))}
     level = "low" if predicted < LOW or outside or not qualities else "high"   # one source: unvalidated
     return {
         "predicted_quality": predicted, "self_estimate": own, "held_out_quality": sources_q,
         "held_out_worst": float(min(qualities)) if qualities else own,
         "nearest_source": device_names[nearest], "distance": distance, "sources_spread": spread,
         "outside_sources": bool(outside), "level": level, "baselines": baselines,
-        "may_trail": [name for name, b in baselines.items() if b["model_ahead_on"] < b["held_out_sources"]],
+        "may_trail": [name for name, b in baselines.items()
+                      if b["model_ahead_on"] < b["held_out_sources"] or b["lead_lower"] < 0],
         "advice": ("" if level == "high" else
                    "zero-shot is uncertain here: time a few inputs on the target (few-shot: "
                    "tuner.tune_from_source([cv], target_budget=0.02) in Python, about 2% of the training inputs) "
                    "or run the code variant in refining mode (cv.refine())"),
     }
+
+
+def lead_interval(lead: np.ndarray) -> dict[str, float]:
+    """The model's lead over a baseline on the held-out sources (fractions of the optimum): mean,
+    standard deviation and the lower end of a one-sided ``LEAD_LEVEL`` prediction interval for
+    one more device (mean − t·sd·√(1 + 1/n)); with one held-out source, its lead."""
+    n = len(lead)
+    sd = float(lead.std(ddof=1)) if n > 1 else 0.0
+    lower = (lead.mean() - stats.t.ppf(LEAD_LEVEL, n - 1) * sd * np.sqrt(1 + 1 / n)) if n > 1 else lead[0]
+    return {"lead": float(lead.mean()), "lead_sd": sd, "lead_lower": float(lower)}
 
 
 def per_input(scores: np.ndarray) -> dict[str, np.ndarray]:

@@ -35,6 +35,7 @@ from joblib.parallel import get_active_backend
 from ..learn.kron import device_kernel, varying_columns
 from ..metrics import fraction_of_optimum, majority_vote
 from ..progress import progress_bar
+from .baselines import full_set_svm_choices
 from .prepare import Prepared
 
 LAMBDA = 1.0
@@ -85,18 +86,24 @@ def predict_held_out(prep: Prepared, temp: int, subsets: list[tuple], lam: float
     return prep.grid.predict_train(np.mean([h for h, _ in duals], axis=0), np.mean([mu for _, mu in duals], axis=0))
 
 
-def held_out_results(prep: Prepared, subsets: list[tuple], lam: float = LAMBDA, groups=None) -> dict[str, dict]:
+def held_out_results(prep: Prepared, subsets: list[tuple], lam: float = LAMBDA, groups=None,
+                     n_jobs: int | None = None) -> dict[str, dict]:
     """Per source, the quality (fraction of the optimum) and self-estimate (mean best score)
     of the ``subsets``' model fitted without it: how well it transfers to devices it has not seen
-    (nothing with a single source: there is nothing to fit it without). Beside it, two choices
-    that need no model, from the same other sources' true fastest variants: the best single
-    source's (``best_single_source``, chosen in hindsight) and the per-input majority's
-    (``majority``), the baselines the estimate compares the model with."""
+    (nothing with a single source: there is nothing to fit it without). Beside it, what the same
+    other sources give without nitro's model: the best single source's true fastest variants
+    (``best_single_source``, chosen in hindsight), their per-input majority (``majority``) and
+    the paper's full-set SVM (``full_set_svm``, scored on at most ``SCORE_MAX`` inputs), the
+    baselines the estimate compares the model with."""
     out = {}
     if len(prep.sources) < 2:
         return out
     best = {s: prep.data.labels(s, prep.train) for s in prep.sources}   # a time on every source
-    for t in prep.sources:
+    rows = prep.train[score_rows(len(prep.train))]
+    svm = Parallel(n_jobs=n_jobs, prefer="threads")(
+        delayed(full_set_svm_choices)(prep.data, held_out_sources(prep, t, groups), prep.train, t, rows)
+        for t in prep.sources)
+    for t, svm_choice in zip(prep.sources, svm):
         pred = predict_held_out(prep, t, subsets, lam, groups)
         times = prep.data.times[t, prep.train]
         rest = held_out_sources(prep, t, groups)
@@ -104,7 +111,8 @@ def held_out_results(prep: Prepared, subsets: list[tuple], lam: float = LAMBDA, 
             "quality": fraction_of_optimum(times, pred.argmax(axis=1)),
             "expected": float(np.clip(pred.max(axis=1), 0.0, 1.0).mean()),
             "best_single_source": max(fraction_of_optimum(times, best[s]) for s in rest),
-            "majority": fraction_of_optimum(times, majority_vote(np.array([best[s] for s in rest]), times.shape[1]))}
+            "majority": fraction_of_optimum(times, majority_vote(np.array([best[s] for s in rest]), times.shape[1])),
+            "full_set_svm": fraction_of_optimum(prep.data.times[t, rows], svm_choice)}
     return out
 
 
@@ -173,7 +181,7 @@ def cv_dfs(prep: Prepared, candidates=None, max_size: int = 3, k: int = 1, selec
         n_ensemble = n_ensemble or max(1, int(np.ceil(ensemble_fraction * len(cand))))
         used = [cand[j] for j in np.argsort(-mean, kind="stable")[:n_ensemble]]
     kept = sorted({c for s in used for c in s})
-    held_out = held_out_results(prep, used, lam, groups)
+    held_out = held_out_results(prep, used, lam, groups, n_jobs)
     return CVDFSResult(
         features=[data.device_features[c] for c in kept],
         subsets=[[data.device_features[c] for c in s] for s in used],

@@ -320,7 +320,7 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
         return _fit_learner(store, name, learner, data, prep, t, used, features, provenance)
     cols = [[data.device_features.index(f) for f in s] for s in subsets]
     scores, beta, mu = transfer_scores(prep, t, cols, inputs=prep.train)
-    held_out = result.held_out if sdfs else held_out_results(prep, [tuple(c) for c in cols], groups=groups)
+    held_out = result.held_out if sdfs else held_out_results(prep, [tuple(c) for c in cols], groups=groups, n_jobs=n_jobs)
     provenance["confidence"] = estimate_quality(scores, held_out, prep.D[:, prep.features], prep.sources, t,
                                                 data.devices)
     provenance["confidence"]["held_out"] = held_out

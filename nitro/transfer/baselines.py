@@ -1,0 +1,30 @@
+"""The paper's full-set SVM, a choice a user can make without nitro's transfer model: one RBF
+SVM on every source's rows ``[input features ∘ device features]`` labelled with that source's
+fastest variant. ``nitro evaluate`` scores it beside the default model, and the zero-shot
+estimate compares the model with it on held-out sources, so that it can say where it may
+fall below it."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..learn import SVMSelector
+from ..learn.kron import signed_log, varying_columns
+from .data import TransferData, concatenate, stack_sources
+
+# Exact up to this many stacked rows (a reference, not a shipped model, so it may hold more
+# support vectors than SVMSelector's default, and is not bounded by the dispatch budget).
+FULL_SET_MAX_FIT = 10000
+
+
+def full_set_svm_choices(data: TransferData, sources: list[int], inputs: np.ndarray, target: int,
+                         eval_inputs: np.ndarray) -> np.ndarray:
+    """Variant indices the full-set SVM, fitted on ``sources``' rows of ``inputs``, chooses for
+    ``target`` on ``eval_inputs``; every device feature known on the sources and the target and
+    varying over the sources is used (signed log, as the kernel models see them)."""
+    D = signed_log(data.D)
+    feats = [j for j in range(len(data.device_features)) if np.isfinite(data.D[list(sources) + [target], j]).all()]
+    feats = varying_columns(D, list(sources), feats)
+    X, y, _ = stack_sources(data, sources, inputs, feats)
+    est = SVMSelector(C_grid=(1.0,), gamma_grid=("scale",), max_fit=FULL_SET_MAX_FIT,
+                      max_support_vectors=None).fit(X, y)
+    return est.predict(concatenate(data.X[eval_inputs], data.D[target, feats]))
