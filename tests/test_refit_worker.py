@@ -46,7 +46,11 @@ def test_the_child_refits_as_the_thread_does_and_is_ended_by_stop():
     feed(refiner, X, T)
     assert refiner.refit_now(), refiner.stats()["last_refit_error"]
     expected = default_refit(refiner.base, X, T)                # the same refit, in this process
-    assert cv.model.to_dict()["params"] == expected.to_dict()["params"] and cv.model is not refiner.base
+    got, want = cv.model.to_dict()["params"], expected.to_dict()["params"]
+    assert got.keys() == want.keys() and cv.model is not refiner.base
+    for key in want:   # the child runs one OpenMP/BLAS thread fewer, which rounds otherwise on some CPUs (Zen 5)
+        np.testing.assert_allclose(np.asarray(got[key], dtype=float), np.asarray(want[key], dtype=float),
+                                   rtol=1e-9, atol=1e-12, err_msg=key)
     child = refiner._refit._worker.proc
     assert child.poll() is None and child.pid != 0
     cv2, other = refiner_of()                                       # a second code variant refining
