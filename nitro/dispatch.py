@@ -65,8 +65,11 @@ class Dispatcher:
     def allowed(self, values: list[float]) -> dict[str, bool]:
         return {variant: self._valid(variant, values) for variant in self.variants}
 
-    def choose(self, values: list[float]) -> str:
-        model, predict_one = self._active         # one read: a concurrent set_model cannot tear it
+    def choose(self, values: list[float], model: SelectorModel | None = None) -> str:
+        """The variant to run on ``values``: the installed model's choice, or ``model``'s where
+        given (refining mode asks what another model would run), under the constraints."""
+        # one read of the installed pair: a concurrent set_model cannot tear it
+        model, predict_one = self._active if model is None else (model, model.compiled().predict_one)
         index = predict_one(values) if predict_one is not None else -1
         if index >= 0:
             choice = model.variants[index]

@@ -64,7 +64,11 @@ corrected with :func:`nitro.transfer.fewshot.refine_model`, always from the mode
 started with; other kinds are refitted as an on-device SVM once ``min_complete`` rows time every
 variant (explore with ``candidates=None`` for that), else left as they are. No refit runs while
 the model refining started with holds on the rows (:meth:`Refiner.base_holds`: within the timing
-tie of the fastest timed variant on average); if a refit had replaced it, it is put back. The
+tie of the fastest timed variant on average); if a refit had replaced it, it is put back. A
+refit serves only while refits beat the starting model where the two disagree
+(:meth:`Refiner.refits_lose`): once one exists, an explored call runs the other model's choice
+first, and the log time ratios of the two choices on such calls are summed; below zero, the
+starting model serves again and the next refits are tried beside it. The
 new model and its compiled evaluator are built completely before one reference is swapped
 (:meth:`nitro.dispatch.Dispatcher.set_model`); a refit that raises is counted and the old model
 stays. scikit-learn is imported by the refit process (or thread) only.
@@ -285,6 +289,8 @@ class Refiner:
         self._rng = random.Random(seed)
         self._rows: dict[tuple, tuple[list[float], dict[str, float], dict[str, str]]] = {}   # by feature values
         self._since_refit = 0
+        self._other: SelectorModel | None = None   # the refit while the start model serves, or the start model
+        self.duel_log_gain, self.duel_inputs = 0.0, 0   # Σ log(t_start's choice / t_refit's) where they differ
         self._refit_lock = threading.Lock()
         self._swap_lock = threading.Lock()     # stopping against a refit's swap
         self._stopped = False
@@ -297,7 +303,7 @@ class Refiner:
         self._ratio_sum, self._ratio_n = 0.0, 0   # explored alternatives' log time over their choice's
         self._counts = dict(candidate_calls=0, explored=0, budget_skips=0, time_skips=0, rows_recorded=0,
                             rows_written=0, rows_dropped=0, store_errors=0, refits=0, refits_kept=0, base_held=0,
-                            refit_errors=0)
+                            refits_lost=0, refit_errors=0)
         self.explore_seconds = 0.0     # all variant runs of explored calls
         self.extra_seconds = 0.0       # the part the model's choice alone would not have spent
         self.last_store_error: str | None = None
@@ -352,6 +358,10 @@ class Refiner:
         others = [model.variants[i] for i in ranked if model.variants[i] != choice and model.variants[i] not in timed]
         if not others:
             return None
+        duel = self._duel_pair(values, choice, timed)
+        if duel is not None:                   # the other model's choice first: refit against start
+            rival = duel[1] if duel[0] == choice else duel[0]
+            others = [rival] + [v for v in others if v != rival]
         others = others[:limit]
         with self._lock:
             self._counts["candidate_calls"] += 1
@@ -378,10 +388,26 @@ class Refiner:
                     return None
                 self._reserved += expected
             self._local.reserved = expected
+            self._local.duel = duel if duel is not None and set(duel) <= {choice, *others} else None
             self._counts["explored"] += 1
             run = [choice] + others
             self._rng.shuffle(run)
         return run
+
+    def _duel_pair(self, values, choice: str, timed) -> tuple[str, str] | None:
+        """(the refit's choice, the start model's) on ``values`` when a refit exists and the two
+        differ (one of them serving, the other kept beside it), and the rival was not timed here
+        before; else ``None``."""
+        other = self._other
+        if other is None:
+            return None
+        try:
+            rival = self._dispatcher.choose(list(values), other)
+        except ValueError:                     # both excluded here: nothing to compare
+            return None
+        if rival == choice or rival in timed:
+            return None
+        return (choice, rival) if other is self.base else (rival, choice)
 
     def _affordable(self, model: SelectorModel, others: list[str], scores, values, choice: str,
                     left: float) -> tuple[list[str], float]:
@@ -461,9 +487,15 @@ class Refiner:
         finite = [t for t in ex.times.values() if math.isfinite(t)]
         reasons = {v: f"{type(e).__name__}: {e}"[:500] for v, e in ex.errors.items()}
         own = ex.times.get(ex.choice, math.inf)
+        duel, self._local.duel = getattr(self._local, "duel", None), None
         with self._lock:              # the time budget's account: served time, spent time, cost model
             self._reserved -= getattr(self._local, "reserved", 0.0)
             self._local.reserved = 0.0
+            if duel is not None:      # the refit's choice against the start model's, on one input
+                refit_t, base_t = (ex.times.get(v, math.nan) for v in duel)
+                if math.isfinite(refit_t) and math.isfinite(base_t) and refit_t > 0.0 and base_t > 0.0:
+                    self.duel_log_gain += math.log(base_t / refit_t)
+                    self.duel_inputs += 1
             self.explore_seconds += ex.spent       # with the reservation's release: plan() sees one or the other
             self.extra_seconds += ex.spent - (own if math.isfinite(own) else 0.0)
             if math.isfinite(own):
@@ -474,6 +506,8 @@ class Refiner:
                     if v != ex.choice and math.isfinite(t) and t > 0.0:   # one outlier must not stall exploring)
                         self._ratio_sum += math.log(t / own)
                         self._ratio_n += 1
+        if duel is not None and self._dispatcher.model is not self.base and self.refits_lose():
+            self._revert()
         with self._rows_lock:
             if not finite:
                 return
@@ -528,15 +562,40 @@ class Refiner:
         best = np.where(np.isnan(T[ran]), np.inf, T[ran]).min(axis=1)
         return float(np.mean(np.where(np.isfinite(own[ran]), best / own[ran], 0.0))) >= HOLDS
 
+    def refits_lose(self) -> bool:
+        """Whether the refits' choices, timed beside the start model's on the explored inputs
+        where the two differed (each after the refit that made it, so on inputs that refit had
+        not learnt from), took longer in all: ``Σ log(t_refit / t_start) > 0``. A refit from a
+        few noisy rows can make a model that was right worse; the start model then serves again
+        and each later refit is tried beside it until the refits win."""
+        with self._lock:
+            return self.duel_inputs > 0 and self.duel_log_gain < 0.0
+
+    def _revert(self) -> None:
+        """The start model serves again and the refit serving until now is kept beside it, as
+        soon as the duels say refits lose (not at the next refit); left to a refit running now,
+        which asks the same before it swaps, so that a call never waits for it."""
+        if not self._refit_lock.acquire(blocking=False):
+            return
+        try:
+            current = self._dispatcher.model
+            if current is not self.base and self._swap(self.base):
+                self._other = current
+                self._counts["refits_lost"] += 1
+        finally:
+            self._refit_lock.release()
+
     def refit_now(self) -> bool:
         """Refit from every row so far and swap the new model in; ``False`` when the model
         refining began with holds on the rows (:meth:`base_holds`: it is put back if a refit
-        had replaced it), the refit kept the model (too few rows for its kind) or it failed
+        had replaced it), the refit kept the model (too few rows for its kind), refits lose to
+        the starting model (:meth:`refits_lose`: the new one is tried beside it) or it failed
         (counted, the old model stays)."""
         with self._refit_lock:
             X, T = self.rows()
             if len(X) and self.base_holds(X, T):
                 if self._dispatcher.model is not self.base:
+                    self._other = self._dispatcher.model
                     self._swap(self.base)
                 self._counts["base_held"] += 1
                 return False
@@ -546,8 +605,15 @@ class Refiner:
                     self._counts["refits_kept"] += 1
                     return False
                 model.compiled()                   # fully built before anyone can see it
+                if self.refits_lose():             # tried beside the start model, which serves
+                    self._other = model
+                    if self._dispatcher.model is not self.base:
+                        self._swap(self.base)
+                    self._counts["refits_lost"] += 1
+                    return False
                 if not self._swap(model):
                     return False
+                self._other = self.base
             except Exception as exc:  # a refit must never break the calls it serves
                 self._counts["refit_errors"] += 1
                 self.last_refit_error = f"{type(exc).__name__}: {exc}"
@@ -661,7 +727,8 @@ class Refiner:
 
     def stats(self) -> dict:
         """Counts so far: calls, candidate calls scored, explored calls and their share, rows
-        recorded / written / dropped, store errors, refits (swapped, kept, failed), seconds
+        recorded / written / dropped, store errors, refits (swapped, kept, lost to the starting
+        model, failed) and the duels' evidence (``duel_inputs``, ``duel_log_gain``), seconds
         spent by explored calls and the extra part of it, the estimated time of the calls served
         (``served_seconds``) and the time budget with the calls it kept from exploring
         (``time_skips``), the current margin threshold, the
@@ -674,6 +741,7 @@ class Refiner:
         return {"calls": self.calls, **c, "explored_fraction": c["explored"] / self.calls if self.calls else 0.0,
                 "budget": self.budget, "stride": self.stride, "threshold": self.threshold,
                 "target_inputs": inputs, "queued": self._queue.qsize() if self._queue is not None else 0,
+                "duel_inputs": self.duel_inputs, "duel_log_gain": self.duel_log_gain,
                 "explore_seconds": self.explore_seconds, "extra_seconds": self.extra_seconds,
                 "served_seconds": self.served_seconds, "time_budget": self.time_budget,
                 "last_store_error": self.last_store_error, "last_refit_error": self.last_refit_error,

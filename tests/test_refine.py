@@ -476,6 +476,40 @@ def test_a_start_model_the_rows_confirm_is_never_replaced():
         assert (s["base_held"] > 0) != refitted and (d.model is start) != refitted
 
 
+@pytest.mark.parametrize("refit_variant, refit_time, kept", [("c", 3.0, False), ("b", 0.5, True)])
+def test_a_refit_serves_only_while_its_choices_beat_the_start_models_where_they_differ(refit_variant, refit_time, kept):
+    """The start model's choice loses by 10% on every other input (so the rows let a refit in),
+    and the refit chooses one variant everywhere. Explored calls time the refit's choice beside
+    the start model's: a refit whose variant takes 3× as long loses those duels and the start
+    model serves again (each later refit tried beside it, not served); one at half the time
+    stays."""
+    def refit(base, X, T):
+        return kernel_model(weights=np.tile(np.eye(3)[VARIANTS.index(refit_variant)], (3, 1)))
+
+    d = Dispatcher(VARIANTS, ["x"], "a")
+    d.set_model(kernel_model())
+    start = d.model
+    refiner = Refiner(d, "duel", budget=1.0, time_budget=None, quantile=1.0, refit_every=4, background=False,
+                      refit=refit, candidates=None)   # every variant timed: the start model never holds
+
+    def run_time(v, own, odd):
+        if v == refit_variant and v != own:
+            return refit_time
+        return 1.1 if v == own and odd else 1.0
+
+    for i, x in enumerate(np.tile(XS, 3)):
+        values = [float(x)]
+        if refiner.tick():
+            own = d.choose(values, start)
+            refiner.maybe_explore(values, d.choose(values), lambda v: (v, run_time(v, own, i % 2)))
+    s = refiner.stop()
+    assert s["refits"] >= 1 and s["duel_inputs"] > 0 and s["base_held"] == 0
+    assert (s["duel_log_gain"] > 0) == kept and (s["refits_lost"] > 0) != kept
+    assert (d.model is start) != kept
+    assert np.mean([d.choose([float(x)]) == refit_variant for x in XS]) == (1.0 if kept else np.mean(
+        [d.choose([float(x)], start) == refit_variant for x in XS]))
+
+
 def test_a_refit_that_finishes_after_stop_is_not_swapped_in():
     """Off means plain dispatch with the model refining began with, even when a refit was
     still running; turning refining off does not wait for that refit."""

@@ -28,6 +28,7 @@ Reported, all measured in the same run:
 """
 from __future__ import annotations
 
+import math
 import platform
 import tempfile
 import threading
@@ -264,7 +265,8 @@ def _run(store, here, stream, seed, budget, time_budget, candidates, quantile, r
                                "tuned here (tune)": score(tuned)},
         "explored_fraction": stats["explored"] / max(stats["calls"], 1),
         "stats": {k: stats[k] for k in ("calls", "candidate_calls", "explored", "time_skips", "target_inputs",
-                                        "refits", "base_held", "refit_errors", "rows_recorded", "rows_written",
+                                        "refits", "base_held", "refits_lost", "duel_inputs", "duel_log_gain",
+                                        "refit_errors", "rows_recorded", "rows_written",
                                         "rows_dropped", "store_errors", "last_store_error", "last_refit_error",
                                         "refit", "refit_fallback", "refit_in")},
         "refined_model_rows": hist.model.provenance.get("refined", {}).get(
@@ -294,7 +296,9 @@ def format_refine(r: dict) -> str:
               f"{s['target_inputs']} target inputs, {s.get('time_skips', 0)} kept back by the time budget, "
               f"{s['refits']} refits by {s.get('refit')} "
               f"({s['refit_errors']} failed{', fell back: ' + s['refit_fallback'] if s.get('refit_fallback') else ''}), "
-              f"start model held {s.get('base_held', 0)} times, "
+              f"start model held {s.get('base_held', 0)} times, refits lost to it {s.get('refits_lost', 0)} times "
+              f"(on {s.get('duel_inputs', 0)} inputs where their choices differed, refit/start time "
+              f"{math.exp(-s.get('duel_log_gain', 0.0) / max(s.get('duel_inputs', 0), 1)):.3f}, geometric mean), "
               f"rows written {s['rows_written']}, dropped {s['rows_dropped']}, store errors {s['store_errors']}",
               f"stream {r['stream_seconds']:.3f} s, estimated optimum {r['stream_optimum_seconds']:.3f} s "
               f"(ratio {r['stream_vs_optimum']:.3f}; from {r['oracle_images']} exhaustively timed images)",
