@@ -35,7 +35,7 @@ from joblib.parallel import get_active_backend
 from ..learn.kron import device_kernel, varying_columns
 from ..metrics import fraction_of_optimum, majority_vote
 from ..progress import progress_bar
-from .baselines import full_set_svm_choices
+from .baselines import HELD_OUT_SCORE_MAX, full_set_svm_choices
 from .prepare import Prepared
 
 LAMBDA = 1.0
@@ -93,13 +93,13 @@ def held_out_results(prep: Prepared, subsets: list[tuple], lam: float = LAMBDA, 
     (nothing with a single source: there is nothing to fit it without). Beside it, what the same
     other sources give without nitro's model: the best single source's true fastest variants
     (``best_single_source``, chosen in hindsight), their per-input majority (``majority``) and
-    the paper's full-set SVM (``full_set_svm``, scored on at most ``SCORE_MAX`` inputs), the
+    the paper's full-set SVM (``full_set_svm``, scored on at most ``HELD_OUT_SCORE_MAX`` inputs), the
     baselines the estimate compares the model with."""
     out = {}
     if len(prep.sources) < 2:
         return out
     best = {s: prep.data.labels(s, prep.train) for s in prep.sources}   # a time on every source
-    rows = prep.train[score_rows(len(prep.train))]
+    rows = prep.train[score_rows(len(prep.train), HELD_OUT_SCORE_MAX)]
     svm = Parallel(n_jobs=n_jobs, prefer="threads")(
         delayed(full_set_svm_choices)(prep.data, held_out_sources(prep, t, groups), prep.train, t, rows)
         for t in prep.sources)
