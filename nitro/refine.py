@@ -67,11 +67,12 @@ the model refining started with holds on the rows (:meth:`Refiner.base_holds`: w
 tie of the fastest timed variant on average); if a refit had replaced it, it is put back. A
 refit serves only while refits beat the starting model where the two disagree
 (:meth:`Refiner.refits_lose`): once one exists, an explored call runs the other model's choice
-first, and the log time ratios of the two choices on such calls are summed; below zero, the
-starting model serves again and the next refits are tried beside it. The
+first where the latest refit and the starting model choose differently, and the log time ratios
+of the two choices are summed; below zero, the starting model serves again and the next refits
+are tried beside it. The
 new model and its compiled evaluator are built completely before one reference is swapped
 (:meth:`nitro.dispatch.Dispatcher.set_model`); a refit that raises is counted and the old model
-stays. scikit-learn is imported by the refit process (or thread) only.
+stays (the starting model, where refits lose). scikit-learn is imported by the refit process (or thread) only.
 
 The decision core (:meth:`Refiner.tick`, :meth:`Refiner.maybe_explore`) is the same for real
 calls and for the offline replay of recorded timings (:mod:`nitro.online`): only the way a
@@ -109,6 +110,7 @@ REFIT_GROWTH = 0.125   # ... or this share of the rows so far, if more: O(n) tot
 MIN_COMPLETE = 20      # complete rows before a non-kernel model is refitted as an on-device SVM
 HOLDS = 1.0 - TimingPolicy.tie   # the start model stays while it reaches this share of the best timed
 MAX_ROWS = 20_000      # target rows kept in memory for refits, the most recent (older ones stay in the store)
+FAILED_DUEL = math.log(10.0)   # a duel whose one side raised: the other side was 10 times as fast
 REFIT_IN = "process"   # background refits run in a child process (nitro.refit_worker), or "thread"
 # (the defaults were compared on the recorded SpMV data with `nitro evaluate DIR --online`:
 # see benchmarks/README.md, "Refining mode")
@@ -170,6 +172,17 @@ def default_refit(base: SelectorModel, X: np.ndarray, times: np.ndarray,
     est = fit_selector(SVMSelector(), X[complete], T)
     return SelectorModel.from_estimator(est, base.input_features, variants=base.variants, provenance={
         "method": "refined on-device", "base": base.provenance, "target_rows": int(complete.sum())})
+
+
+def duel_gain(refit_t: float, base_t: float) -> float | None:
+    """One duel's evidence for the refit, ``log(t_start / t_refit)``: ``None`` unless both
+    ran; a side that failed (+inf) loses by ``FAILED_DUEL``, a failure being no faster than a
+    slow variant (variants are functionally equivalent, so the other choice was available)."""
+    if math.isnan(refit_t) or math.isnan(base_t) or (math.isinf(refit_t) and math.isinf(base_t)):
+        return None
+    if math.isinf(refit_t) or math.isinf(base_t):
+        return FAILED_DUEL if math.isinf(base_t) else -FAILED_DUEL
+    return math.log(base_t / refit_t) if refit_t > 0.0 and base_t > 0.0 else None
 
 
 def _holds(dispatcher, variant: str, values) -> bool:
@@ -289,7 +302,7 @@ class Refiner:
         self._rng = random.Random(seed)
         self._rows: dict[tuple, tuple[list[float], dict[str, float], dict[str, str]]] = {}   # by feature values
         self._since_refit = 0
-        self._other: SelectorModel | None = None   # the refit while the start model serves, or the start model
+        self._refit_model: SelectorModel | None = None   # the latest refit, serving or tried beside the start model
         self.duel_log_gain, self.duel_inputs = 0.0, 0   # Σ log(t_start's choice / t_refit's) where they differ
         self._refit_lock = threading.Lock()
         self._swap_lock = threading.Lock()     # stopping against a refit's swap
@@ -358,7 +371,7 @@ class Refiner:
         others = [model.variants[i] for i in ranked if model.variants[i] != choice and model.variants[i] not in timed]
         if not others:
             return None
-        duel = self._duel_pair(values, choice, timed)
+        duel = self._duel_pair(values, choice, timed, model)
         if duel is not None:                   # the other model's choice first: refit against start
             rival = duel[1] if duel[0] == choice else duel[0]
             others = [rival] + [v for v in others if v != rival]
@@ -388,26 +401,34 @@ class Refiner:
                     return None
                 self._reserved += expected
             self._local.reserved = expected
-            self._local.duel = duel if duel is not None and set(duel) <= {choice, *others} else None
+            self._local.duel = (key, duel) if duel is not None and set(duel) <= {choice, *others} else None
             self._counts["explored"] += 1
             run = [choice] + others
             self._rng.shuffle(run)
         return run
 
-    def _duel_pair(self, values, choice: str, timed) -> tuple[str, str] | None:
-        """(the refit's choice, the start model's) on ``values`` when a refit exists and the two
-        differ (one of them serving, the other kept beside it), and the rival was not timed here
-        before; else ``None``."""
-        other = self._other
-        if other is None:
+    def _duel_pair(self, values, choice: str, timed, model: SelectorModel) -> tuple[str, str] | None:
+        """(the latest refit's choice, the start model's) on ``values`` when they differ and
+        ``choice``, the serving ``model``'s, is one of them (a call chosen by an older refit is
+        no evidence), and the other was not timed here before and is one of ``model``'s variants;
+        else ``None``. Attributed by the two models' own choices, whichever serves."""
+        refit = self._refit_model
+        if refit is None:
             return None
+        pair = (self._choice_of(refit, values), self._choice_of(self.base, values))
+        if None in pair or pair[0] == pair[1] or choice not in pair:
+            return None
+        rival = pair[1] if pair[0] == choice else pair[0]
+        return None if rival in timed or rival not in model.variants else pair
+
+    def _choice_of(self, model: SelectorModel, values) -> str | None:
+        """What ``model`` would run on ``values`` under the constraints, or ``None`` where that
+        cannot be told (a constraint raises, or excludes the default too): plain dispatch never
+        asked, so a call must not fail for it."""
         try:
-            rival = self._dispatcher.choose(list(values), other)
-        except ValueError:                     # both excluded here: nothing to compare
+            return self._dispatcher.choose(list(values), model)
+        except Exception:
             return None
-        if rival == choice or rival in timed:
-            return None
-        return (choice, rival) if other is self.base else (rival, choice)
 
     def _affordable(self, model: SelectorModel, others: list[str], scores, values, choice: str,
                     left: float) -> tuple[list[str], float]:
@@ -487,14 +508,15 @@ class Refiner:
         finite = [t for t in ex.times.values() if math.isfinite(t)]
         reasons = {v: f"{type(e).__name__}: {e}"[:500] for v, e in ex.errors.items()}
         own = ex.times.get(ex.choice, math.inf)
-        duel, self._local.duel = getattr(self._local, "duel", None), None
+        planned, self._local.duel = getattr(self._local, "duel", None), None
+        duel = planned[1] if planned is not None and planned[0] == tuple(values) else None   # this input's plan
         with self._lock:              # the time budget's account: served time, spent time, cost model
             self._reserved -= getattr(self._local, "reserved", 0.0)
             self._local.reserved = 0.0
             if duel is not None:      # the refit's choice against the start model's, on one input
-                refit_t, base_t = (ex.times.get(v, math.nan) for v in duel)
-                if math.isfinite(refit_t) and math.isfinite(base_t) and refit_t > 0.0 and base_t > 0.0:
-                    self.duel_log_gain += math.log(base_t / refit_t)
+                gain = duel_gain(*(ex.times.get(v, math.nan) for v in duel))
+                if gain is not None:
+                    self.duel_log_gain += gain
                     self.duel_inputs += 1
             self.explore_seconds += ex.spent       # with the reservation's release: plan() sees one or the other
             self.extra_seconds += ex.spent - (own if math.isfinite(own) else 0.0)
@@ -506,8 +528,6 @@ class Refiner:
                     if v != ex.choice and math.isfinite(t) and t > 0.0:   # one outlier must not stall exploring)
                         self._ratio_sum += math.log(t / own)
                         self._ratio_n += 1
-        if duel is not None and self._dispatcher.model is not self.base and self.refits_lose():
-            self._revert()
         with self._rows_lock:
             if not finite:
                 return
@@ -564,26 +584,22 @@ class Refiner:
 
     def refits_lose(self) -> bool:
         """Whether the refits' choices, timed beside the start model's on the explored inputs
-        where the two differed (each after the refit that made it, so on inputs that refit had
-        not learnt from), took longer in all: ``Σ log(t_refit / t_start) > 0``. A refit from a
-        few noisy rows can make a model that was right worse; the start model then serves again
-        and each later refit is tried beside it until the refits win."""
+        where the two differed (each after the refit that chose it was made; :func:`duel_gain`),
+        took longer in all: ``Σ log(t_refit / t_start) > 0``. A refit from a few noisy rows can
+        make a model that was right worse; the start model then serves again and each later
+        refit is tried beside it, served once the sum is no longer negative. Decided at each
+        refit, whatever it returns (deciding at each lost duel instead made the choices flip
+        between the two models and cost the SpMV replay 0.3 points)."""
         with self._lock:
             return self.duel_inputs > 0 and self.duel_log_gain < 0.0
 
-    def _revert(self) -> None:
-        """The start model serves again and the refit serving until now is kept beside it, as
-        soon as the duels say refits lose (not at the next refit); left to a refit running now,
-        which asks the same before it swaps, so that a call never waits for it."""
-        if not self._refit_lock.acquire(blocking=False):
-            return
-        try:
-            current = self._dispatcher.model
-            if current is not self.base and self._swap(self.base):
-                self._other = current
-                self._counts["refits_lost"] += 1
-        finally:
-            self._refit_lock.release()
+    def _serve_base_if_losing(self) -> bool:
+        """With ``_refit_lock`` held: put the start model back where a refit serves and refits
+        lose (:meth:`refits_lose`); whether it did."""
+        if self._dispatcher.model is not self.base and self.refits_lose() and self._swap(self.base):
+            self._counts["refits_lost"] += 1
+            return True
+        return False
 
     def refit_now(self) -> bool:
         """Refit from every row so far and swap the new model in; ``False`` when the model
@@ -595,7 +611,6 @@ class Refiner:
             X, T = self.rows()
             if len(X) and self.base_holds(X, T):
                 if self._dispatcher.model is not self.base:
-                    self._other = self._dispatcher.model
                     self._swap(self.base)
                 self._counts["base_held"] += 1
                 return False
@@ -605,19 +620,19 @@ class Refiner:
                     self._counts["refits_kept"] += 1
                     return False
                 model.compiled()                   # fully built before anyone can see it
+                self._refit_model = model          # the duels now judge it, serving or beside
                 if self.refits_lose():             # tried beside the start model, which serves
-                    self._other = model
-                    if self._dispatcher.model is not self.base:
-                        self._swap(self.base)
-                    self._counts["refits_lost"] += 1
+                    if not self._serve_base_if_losing():   # (the start model served already)
+                        self._counts["refits_lost"] += 1
                     return False
                 if not self._swap(model):
                     return False
-                self._other = self.base
             except Exception as exc:  # a refit must never break the calls it serves
                 self._counts["refit_errors"] += 1
                 self.last_refit_error = f"{type(exc).__name__}: {exc}"
                 return False
+            finally:                               # a refit that kept the model or failed decides too
+                self._serve_base_if_losing()
             self._counts["refits"] += 1
             return True
 

@@ -510,6 +510,111 @@ def test_a_refit_serves_only_while_its_choices_beat_the_start_models_where_they_
         [d.choose([float(x)], start) == refit_variant for x in XS]))
 
 
+def _one_variant(v):
+    return kernel_model(weights=np.tile(np.eye(3)[VARIANTS.index(v)], (3, 1)))
+
+
+def _duelling(refit_models, **options):
+    """A synchronous refiner whose start model's choice is twice as slow as the others on a few
+    explored inputs (so the rows let a refit in); ``refit_models``: what each refit returns
+    (an exception: raises it)."""
+    made = iter(refit_models)
+
+    def refit(base, X, T):
+        out = next(made)
+        if isinstance(out, Exception):
+            raise out
+        return out
+    d = Dispatcher(VARIANTS, ["x"], "a")
+    d.set_model(kernel_model())
+    r = Refiner(d, "duels", budget=1.0, time_budget=None, quantile=1.0, warmup=10**6, refit_every=10**6,
+                background=False, refit=refit, **options)
+    for x in XS[::8]:
+        values = [float(x)]
+        own = d.choose(values, r.base)
+        r.tick()
+        r.maybe_explore(values, d.choose(values), lambda v, own=own: (v, 2.0 if v == own else 1.0))
+    return d, r
+
+
+def test_a_duel_is_counted_for_the_models_whose_choices_ran():
+    """A call chosen by an older refit is no evidence: here refit 1 chose ``b`` before refit 2
+    (``c``) replaced it, the start model chooses ``a``; the explored call runs ``b`` and ``c``,
+    neither the start model's, so no duel is counted, and a call chosen by refit 2 counts."""
+    d, r = _duelling([_one_variant("b"), _one_variant("c"), None])
+    x = [0.003]                                        # not explored before
+    assert r.refit_now() and d.choose(x) == "b"
+    stale = d.choose(x)
+    assert r.refit_now() and d.choose(x) == "c" and d.choose(x, r.base) == "a"
+    r.tick()
+    ex = r.maybe_explore(x, stale, lambda v: (v, {"a": 1.0, "b": 4.0, "c": 1.0}[v]))
+    assert ex is not None and r.stats()["duel_inputs"] == 0
+    r.tick()
+    ex = r.maybe_explore([0.01], d.choose([0.01]), lambda v: (v, {"a": 1.0, "b": 4.0, "c": 2.0}[v]))
+    assert set(ex.times) == {"a", "c"} and r.stats()["duel_inputs"] == 1
+    assert np.isclose(r.duel_log_gain, np.log(1.0 / 2.0)) and r.refits_lose()
+    assert not r.refit_now() and d.model is r.base                # lost: the start serves again
+
+
+def test_a_refit_whose_choice_raises_loses_its_duels():
+    d, r = _duelling([_one_variant("c"), None])
+    assert r.refit_now()
+
+    def run(v):
+        if v == "c":
+            raise RuntimeError("c fails on this device")
+        return v, 1.0
+    for x in XS[1::3]:
+        values = [float(x)]
+        r.tick()
+        r.maybe_explore(values, d.choose(values), run)
+    assert not r.refit_now()
+    s = r.stats()
+    assert s["duel_inputs"] > 0 and s["duel_log_gain"] < 0 and s["refits_lost"] == 1 and d.model is r.base
+
+
+def test_a_rival_constraint_that_raises_does_not_break_the_call():
+    """Plain dispatch never evaluates the start model's choice's constraint while a refit
+    serves; asking what it would choose must not make the call raise."""
+    d, r = _duelling([_one_variant("b")])
+
+    def c_ok(f):
+        if f["x"] > 5.0:
+            raise ZeroDivisionError("cannot be evaluated here")
+        return True
+    assert r.refit_now()
+    d.constraints.append(("c", c_ok))
+    values = [float(np.expm1(2.0))]                   # the start model chooses c here
+    assert d.choose(values) == "b"
+    r.tick()
+    ex = r.maybe_explore(values, d.choose(values), lambda v: (v, 1.0))
+    assert ex is not None and ex.results["b"] == "b" and "c" not in ex.times
+
+
+def test_a_refit_on_fewer_variants_duels_only_on_its_own():
+    d, r = _duelling([SelectorModel(variants=["c", "b"], input_features=["x"], kind="constant", params={"label": 0})])
+    assert r.refit_now() and d.choose([0.003]) == "c"
+    r.tick()
+    ex = r.maybe_explore([0.003], "c", lambda v: (v, 1.0))  # the start model's a is no variant of the refit
+    assert ex is not None and "a" not in ex.times and r.stats()["duel_inputs"] == 0
+
+
+@pytest.mark.parametrize("later", ["nothing", "an error", "a new model"])
+def test_a_lost_duel_puts_the_start_model_back_at_the_next_refit(later):
+    """Whatever the next refit gives, the start model serves after it once the refits lost
+    their duels; a new model is kept beside it, not served."""
+    new = _one_variant("b")
+    d, r = _duelling([_one_variant("c"), {"nothing": None, "an error": RuntimeError("refit failed"),
+                                          "a new model": new}[later]])
+    assert r.refit_now()
+    x = [0.003]
+    r.tick()
+    r.maybe_explore(x, d.choose(x), lambda v: (v, 3.0 if v == "c" else 1.0))
+    assert r.refits_lose() and d.model is not r.base           # decided at the next refit
+    assert not r.refit_now() and d.model is r.base and r.stats()["refits_lost"] == 1
+    assert (r._refit_model is new) == (later == "a new model")
+
+
 def test_a_refit_that_finishes_after_stop_is_not_swapped_in():
     """Off means plain dispatch with the model refining began with, even when a refit was
     still running; turning refining off does not wait for that refit."""
