@@ -553,7 +553,7 @@ def test_a_duel_is_counted_for_the_models_whose_choices_ran():
     ex = r.maybe_explore([0.01], d.choose([0.01]), lambda v: (v, {"a": 1.0, "b": 4.0, "c": 2.0}[v]))
     assert set(ex.times) == {"a", "c"} and r.stats()["duel_inputs"] == 1
     assert np.isclose(r.duel_log_gain, np.log(1.0 / 2.0)) and r.refits_lose()
-    assert not r.refit_now() and d.model is r.base                # lost: the start serves again
+    assert d.model is r.base                                      # lost: the start serves again
 
 
 def test_a_refit_whose_choice_raises_loses_its_duels():
@@ -568,7 +568,6 @@ def test_a_refit_whose_choice_raises_loses_its_duels():
         values = [float(x)]
         r.tick()
         r.maybe_explore(values, d.choose(values), run)
-    assert not r.refit_now()
     s = r.stats()
     assert s["duel_inputs"] > 0 and s["duel_log_gain"] < 0 and s["refits_lost"] == 1 and d.model is r.base
 
@@ -600,9 +599,10 @@ def test_a_refit_on_fewer_variants_duels_only_on_its_own():
 
 
 @pytest.mark.parametrize("later", ["nothing", "an error", "a new model"])
-def test_a_lost_duel_puts_the_start_model_back_at_the_next_refit(later):
-    """Whatever the next refit gives, the start model serves after it once the refits lost
-    their duels; a new model is kept beside it, not served."""
+def test_a_lost_duel_calls_the_next_refit_which_puts_the_start_model_back(later):
+    """The duel that turns the sum negative makes a refit due at once (here, with refits
+    otherwise a million rows apart, nothing else would); whatever it gives, the start model
+    serves after it, and a new model is kept beside it, not served."""
     new = _one_variant("b")
     d, r = _duelling([_one_variant("c"), {"nothing": None, "an error": RuntimeError("refit failed"),
                                           "a new model": new}[later]])
@@ -610,8 +610,9 @@ def test_a_lost_duel_puts_the_start_model_back_at_the_next_refit(later):
     x = [0.003]
     r.tick()
     r.maybe_explore(x, d.choose(x), lambda v: (v, 3.0 if v == "c" else 1.0))
-    assert r.refits_lose() and d.model is not r.base           # decided at the next refit
-    assert not r.refit_now() and d.model is r.base and r.stats()["refits_lost"] == 1
+    s = r.stats()
+    assert r.refits_lose() and d.model is r.base and s["refits_lost"] == 1
+    assert (s["refits_kept"], s["refit_errors"]) == {"nothing": (1, 0), "an error": (0, 1), "a new model": (0, 0)}[later]
     assert (r._refit_model is new) == (later == "a new model")
 
 
