@@ -371,11 +371,6 @@ class Refiner:
         others = [model.variants[i] for i in ranked if model.variants[i] != choice and model.variants[i] not in timed]
         if not others:
             return None
-        duel = self._duel_pair(values, choice, timed, model)
-        if duel is not None:                   # the other model's choice first: refit against start
-            rival = duel[1] if duel[0] == choice else duel[0]
-            others = [rival] + [v for v in others if v != rival]
-        others = others[:limit]
         with self._lock:
             self._counts["candidate_calls"] += 1
             ordered = self._sorted_margins
@@ -389,6 +384,12 @@ class Refiner:
             bisect.insort(ordered, margin)
             if not uncertain:
                 return None
+        duel = self._duel_pair(values, choice, timed, model)   # asked of uncertain calls only
+        if duel is not None:                   # the other model's choice first: refit against start
+            rival = duel[1] if duel[0] == choice else duel[0]
+            others = [rival] + [v for v in others if v != rival]
+        others = others[:limit]
+        with self._lock:
             if self._counts["explored"] + 1 > self.budget * self.calls + 1:
                 self._counts["budget_skips"] += 1
                 return None
