@@ -384,9 +384,8 @@ class Refiner:
             bisect.insort(ordered, margin)
             if not uncertain:
                 return None
-        duel = self._duel_pair(values, choice, timed, model)   # asked of uncertain calls only
+        duel, rival = self._duel_pair(values, choice, timed, model)   # asked of uncertain calls only
         if duel is not None:                   # the other model's choice first: refit against start
-            rival = duel[1] if duel[0] == choice else duel[0]
             others = [rival] + [v for v in others if v != rival]
         others = others[:limit]
         with self._lock:
@@ -408,19 +407,20 @@ class Refiner:
             self._rng.shuffle(run)
         return run
 
-    def _duel_pair(self, values, choice: str, timed, model: SelectorModel) -> tuple[str, str] | None:
-        """(the latest refit's choice, the start model's) on ``values`` when they differ and
-        ``choice``, the serving ``model``'s, is one of them (a call chosen by an older refit is
-        no evidence), and the other was not timed here before and is one of ``model``'s variants;
-        else ``None``. Attributed by the two models' own choices, whichever serves."""
+    def _duel_pair(self, values, choice: str, timed, model: SelectorModel) -> tuple[tuple[str, str] | None, str | None]:
+        """``((the latest refit's choice, the start model's), the one that is not ``choice``)``
+        on ``values`` when the two differ and ``choice``, the serving ``model``'s, is one of them
+        (a call chosen by an older refit is no evidence), and the other was not timed here before
+        and is one of ``model``'s variants; else ``(None, None)``. Attributed by the two models'
+        own choices, whichever serves."""
         refit = self._refit_model
         if refit is None:
-            return None
+            return None, None
         pair = (self._choice_of(refit, values), self._choice_of(self.base, values))
         if None in pair or pair[0] == pair[1] or choice not in pair:
-            return None
+            return None, None
         rival = pair[1] if pair[0] == choice else pair[0]
-        return None if rival in timed or rival not in model.variants else pair
+        return (None, None) if rival in timed or rival not in model.variants else (pair, rival)
 
     def _choice_of(self, model: SelectorModel, values) -> str | None:
         """What ``model`` would run on ``values`` under the constraints, or ``None`` where that
@@ -625,8 +625,8 @@ class Refiner:
                     return False
                 model.compiled()                   # fully built before anyone can see it
                 self._refit_model = model          # the duels now judge it, serving or beside
-                if self.refits_lose():             # tried beside the start model, which serves
-                    if not self._serve_base_if_losing():   # (the start model served already)
+                if self.refits_lose():             # tried beside the start model, which serves:
+                    if self._dispatcher.model is self.base:   # (a serving refit is swapped out below)
                         self._counts["refits_lost"] += 1
                     return False
                 if not self._swap(model):
