@@ -10,7 +10,7 @@ from nitro.benchmarks import sort
 
 sorter = sort.make_code_variant("sort")
 sorter.profiling_based_dfs = False       # True once variant and proxy profiles are recorded
-sorter.search_based_dfs = True           # CV-DFS (needs three or more source devices)
+sorter.search_based_dfs = True           # CV-DFS (the default with three or more sources; False: every device feature)
 
 tuner = autotuner("sort")
 [model] = tuner.tune_from_source([sorter])

@@ -10,7 +10,7 @@ from nitro.benchmarks import transpose
 
 tr = transpose.make_code_variant("transpose")
 tr.profiling_based_dfs = False           # True once variant and proxy profiles are recorded
-tr.search_based_dfs = True               # CV-DFS (needs three or more source devices)
+tr.search_based_dfs = True               # CV-DFS (the default with three or more sources; False: every device feature)
 
 tuner = autotuner("transpose")
 [model] = tuner.tune_from_source([tr])

@@ -248,8 +248,10 @@ def cmd_tune_from_source(args):
     if args.output:
         Path(args.output).write_text(json.dumps(model.to_dict()))
     p = model.provenance
+    selection = ("P-DFS, then " if "p_dfs" in p else "") + (
+        f"CV-DFS, an ensemble of {len(p['subsets'])} subsets" if "cv_dfs" in p else f"no CV-DFS: {p.get('cv_dfs_off')}")
     lines = [f"model of {args.computation!r} for {p['target']} from {len(p['sources'])} sources "
-             f"({', '.join(p['sources'])}); device features: {', '.join(p['device_features']) or 'none'}",
+             f"({', '.join(p['sources'])}); device features ({selection}): {', '.join(p['device_features']) or 'none'}",
              f"variants: {', '.join(p['variants'])}"]
     lines += [f"left out variant {v}: {why}" for v, why in p["variants_left_out"].items()]
     lines += [f"left out source {s}: {why}" for s, why in p["sources_left_out"].items()]
@@ -481,7 +483,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default: those timed on every source)")
     p.add_argument("--target-features", metavar="JSON", help="file with the target's device features {name: value}; "
                    "text values such as \"kind\": \"gpu\" are metadata")
-    p.add_argument("--cv-dfs", action="store_true", help="search-based device-feature selection")
+    p.add_argument("--cv-dfs", action=argparse.BooleanOptionalAction, default=None,
+                   help="search-based device-feature selection (default: on with 3 or more sources)")
     p.add_argument("--p-dfs", action="store_true", help="profile-based device-feature selection")
     p.add_argument("--selection", choices=["ensemble", "frequency"], default="ensemble")
     p.add_argument("--k", type=int, default=1)

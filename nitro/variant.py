@@ -72,7 +72,7 @@ class CodeVariant:
         self.record = False
         self.device_id: str | None = None
         self.profiling_based_dfs = False
-        self.search_based_dfs = False
+        self.search_based_dfs: bool | None = None   # None: CV-DFS wherever 3 or more sources
         self._refiner = None
         self.bundle_choice: dict | None = None   # how use_bundle found the model
 

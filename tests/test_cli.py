@@ -41,7 +41,10 @@ def test_store_import_ls_export(capsys, tmp_path, spmv_dataset):
     assert main(["tune-from-source", "spmv", "--target", "tesla_k40m", "--sources",
                  "tesla_p100,titan_v,tesla_v100_sxm2,radeon_vii", "--cv-dfs", "--max-subset-size", "2", "--json"]) == 0
     prov = json.loads(capsys.readouterr().out)
-    assert prov["target"] == "tesla_k40m" and prov["device_features"]
+    assert prov["target"] == "tesla_k40m" and prov["device_features"] and "cv_dfs" in prov
+    assert main(["tune-from-source", "spmv", "--target", "tesla_k40m", "--sources", "tesla_p100,titan_v,radeon_vii",
+                 "--no-cv-dfs", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cv_dfs_off"] == "search_based_dfs=False"
     assert main(["store", "ls"]) == 0
     assert "model for tesla_k40m: tune_from_source" in capsys.readouterr().out
 

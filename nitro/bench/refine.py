@@ -196,8 +196,7 @@ def _run(store, here, stream, seed, budget, time_budget, candidates, quantile, r
         raise ValueError(f"no recorded {NAME} data of another device under {datasets} (this machine is {here!r})")
     (train, train_ids), (test, _) = histogram.train_test_inputs(n_train, n_test, seed)
     hist = histogram.make_code_variant()
-    hist.device_id = here
-    hist.search_based_dfs = len(sources) >= 3
+    hist.device_id = here                 # CV-DFS by default with 3 or more sources
     transfer = Autotuner(NAME, store=store, progress=False)
     how = "tune_from_source"
     try:
@@ -258,7 +257,7 @@ def _run(store, here, stream, seed, budget, time_budget, candidates, quantile, r
     optimum = efficiency * float(np.sum(dispatched))
     return {
         "machine": f"{platform.node()} {platform.processor() or platform.machine()}", "device": here,
-        "sources": sources, "start_model": how, "variants": start_model.variants, "cv_dfs": hist.search_based_dfs,
+        "sources": sources, "start_model": how, "variants": start_model.variants, "cv_dfs": "cv_dfs" in start_model.provenance,
         "stream_images": stream, "n_train": n_train, "n_test": int(ok.sum()), "seed": seed,
         "refiner": {**options, "refit_every": refit_every},
         "percent_of_optimum": {"start (tune_from_source)": score(start_cv), "refined": score(hist),

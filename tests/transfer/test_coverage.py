@@ -133,7 +133,7 @@ def test_cli_tunes_from_the_whole_shared_spmv_data(capsys, spmv_dataset):
     capsys.readouterr()
     assert main(["tune-from-source", "spmv-every-variant", "--target", "tesla_k20xm"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert "from 7 sources" in out[0] and out[1] == "variants: coo, csr, ell, sellp"
+    assert "from 7 sources" in out[0] and "(CV-DFS, an ensemble of " in out[0] and out[1] == "variants: coo, csr, ell, sellp"
     assert out[2] == "left out variant hybrid: not timed on tesla_p100"
     assert out[3] == "left out source xeon_gold_6230: kind cpu, the target 'tesla_k20xm' is a gpu"
     assert main(["tune-from-source", "spmv-every-variant", "--target", "tesla_k20xm", "--variants", "csr,hybrid"]) == 2

@@ -137,6 +137,24 @@ def test_transferred_model_round_trips_through_the_store(store):
     assert reordered.variants == VARIANTS[::-1] and reordered.predict(X) == model.predict(X)
 
 
+def test_cv_dfs_runs_by_default_wherever_three_or_more_sources_allow_it(store):
+    """The default model is the CV-DFS ensemble ``nitro evaluate`` reports; with two sources
+    (CV-DFS needs three) it is built on every device feature and says why, without an error."""
+    record_planted(store)
+    kw = dict(target="dev0", max_subset_size=2, save=False, progress=False)
+    three = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=["dev1", "dev2", "dev3"], **kw)
+    assert "cv_dfs" in three.provenance and "cv_dfs_off" not in three.provenance
+    explicit = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=["dev1", "dev2", "dev3"],
+                                search_based_dfs=True, **kw)
+    assert explicit.params == three.params
+    two = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=["dev1", "dev2"], **kw)
+    assert "cv_dfs" not in two.provenance
+    assert two.provenance["cv_dfs_off"] == "CV-DFS needs 3 or more sources, 2 given"
+    off = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=["dev1", "dev2", "dev3"],
+                           search_based_dfs=False, **kw)
+    assert off.provenance["cv_dfs_off"] == "search_based_dfs=False" and off.params != three.params
+
+
 def test_a_target_without_features_that_is_not_this_machine_is_an_error(store):
     """A typo in the target's name must not give a model built for this machine's CPU."""
     record_planted(store)
