@@ -277,7 +277,7 @@ def cmd_tune_from_source(args):
                          f"{100 * b['lead']:+.1f} points, sd {100 * b['lead_sd']:.1f})"
                          + ("; it may fall below it here" if name in c["may_trail"] else ""))
         if c["level"] == "low":
-            lines.append(f"estimate LOW: {c['advice']}")
+            lines.append(f"estimate LOW ({'; '.join(c.get('low_because', []))}): {c['advice']}")
     lines.append(f"model written to {args.output}" if args.output else
                  f"model stored for {p['target']} in {store!r}")
     _emit(args, p, "\n".join(lines))

@@ -199,7 +199,8 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
                     info[name] = {"features": r.features, "n_subsets": len(r.subsets), "seconds": r.seconds,
                                   "frequencies": r.frequencies, "held_out": r.held_out,
                                   "confidence": estimate_quality(scores, r.held_out, prep.D[:, prep.features],
-                                                                 sources, t, data.devices)}
+                                                                 sources, t, data.devices,
+                                                                 new_family=inner is not None and holdout_by != "device")}
             if "few_shot" in methods:   # boosted trees on the sources' rows and a few of the target's
                 feats = prep.features
                 Xte = concatenate(data.X[test_t], data.D[t, feats])

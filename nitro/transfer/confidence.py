@@ -14,6 +14,9 @@ Neither is enough alone (the first is over-confident on a target unlike its sour
 second blind to the target; with a single source there is no held-out source, and the estimate
 is the model's own, marked "low"). ``outside`` flags a target farther from its nearest source than
 any source is from its own nearest: zero-shot is then an extrapolation, whatever the estimate.
+The estimate is "low" (``low_because`` says why) there, below ``LOW``, with one source, and for
+a target of a family no source shares where a source held out with its own family fell below
+``LOW``: the target's family may transfer as badly, and the mean of the held-out sources hides it.
 
 Whether the model will beat the simpler choices is estimated the same way: on each held-out
 source, the model's quality against the best single other source's true fastest variants
@@ -48,10 +51,11 @@ def nearest_distances(D: np.ndarray, sources: list[int], target: int) -> tuple[f
 
 
 def estimate_quality(scores: np.ndarray, held_out: dict[str, dict], D: np.ndarray, sources: list[int],
-                     target: int, device_names: list[str]) -> dict:
+                     target: int, device_names: list[str], new_family: bool = False) -> dict:
     """The expected fraction of the optimum on the target (see the module docstring) from the
     model's ``scores`` (inputs × variants) on inputs of the target and CV-DFS's ``held_out``
-    results (``{source: {"quality", "expected"}}``)."""
+    results (``{source: {"quality", "expected"}}``). ``new_family``: no source shares the
+    target's family, and ``held_out`` held each source out with its family."""
     own = float(np.clip(scores.max(axis=1), 0.0, 1.0).mean())
     qualities = [v["quality"] for v in held_out.values()]
     sources_q = float(np.mean(qualities)) if qualities else own
@@ -65,12 +69,19 @@ def estimate_quality(scores: np.ndarray, held_out: dict[str, dict], D: np.ndarra
             baselines[name] = {"held_out_mean": float(np.mean([b for _, b in pairs])),
                                "model_ahead_on": int(sum(q >= b for q, b in pairs)), "held_out_sources": len(pairs),
                                **lead_interval(np.array([q - b for q, b in pairs]))}
-    level = "low" if predicted < LOW or outside or not qualities else "high"   # one source: unvalidated
+    low_because = [why for why, holds in (
+        ("one source: no held-out source to validate the model on", not qualities),
+        (f"expected {100 * predicted:.1f}% of the optimum, below {100 * LOW:g}%", predicted < LOW),
+        (f"outside the sources' device features ({distance:.1f} from {device_names[nearest]}, where the "
+         f"sources lie within {spread:.1f} of each other)", outside),
+        (f"a family no source shares: held out with its family, a source got {100 * min(qualities or [1.0]):.1f}%",
+         new_family and bool(qualities) and min(qualities) < LOW)) if holds]
+    level = "low" if low_because else "high"
     return {
         "predicted_quality": predicted, "self_estimate": own, "held_out_quality": sources_q,
         "held_out_worst": float(min(qualities)) if qualities else own,
         "nearest_source": device_names[nearest], "distance": distance, "sources_spread": spread,
-        "outside_sources": bool(outside), "level": level, "baselines": baselines,
+        "outside_sources": bool(outside), "level": level, "low_because": low_because, "baselines": baselines,
         "may_trail": [name for name, b in baselines.items()
                       if b["model_ahead_on"] < b["held_out_sources"] or b["lead_lower"] < 0],
         "advice": ("" if level == "high" else

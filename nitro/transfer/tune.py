@@ -332,7 +332,7 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
     scores, beta, mu = transfer_scores(prep, t, cols, inputs=prep.train)
     held_out = result.held_out if sdfs else held_out_results(prep, [tuple(c) for c in cols], groups=groups, n_jobs=n_jobs)
     provenance["confidence"] = estimate_quality(scores, held_out, prep.D[:, prep.features], prep.sources, t,
-                                                data.devices)
+                                                data.devices, new_family=bool(groups))
     provenance["confidence"]["held_out"] = held_out
     provenance.update(device_features=used, subsets=[[f for f in s if f in varies] for s in subsets],
                       target_features={f: float(data.D[t, data.device_features.index(f)]) for f in used})

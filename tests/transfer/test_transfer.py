@@ -155,6 +155,22 @@ def test_cv_dfs_runs_by_default_wherever_three_or_more_sources_allow_it(store):
     assert off.provenance["cv_dfs_off"] == "search_based_dfs=False" and off.params != three.params
 
 
+def test_a_target_of_a_new_family_is_low_where_a_source_family_transfers_badly(store):
+    """dev6 is the only source with dev0's single atomic unit: held out with its family it is
+    predicted from devices unlike it (about 67%). The store's ``arch`` says dev0's family is new,
+    so the estimate is low and says why; without the metadata that reason is not given."""
+    record_planted(store)
+    kw = dict(target="dev0", max_subset_size=2, save=False, progress=False)
+    plain = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], **kw).provenance["confidence"]
+    assert not any("family" in why for why in plain["low_because"])
+    for d, family in {"dev0": "new", "dev1": "x", "dev2": "x", "dev3": "y", "dev4": "y", "dev5": "z", "dev6": "z"}.items():
+        store.put_device_metadata(d, {"arch": family})
+    model = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], **kw)
+    c = model.provenance["confidence"]
+    assert model.provenance["validated_without_family"] and c["held_out"]["dev6"]["quality"] < 0.9
+    assert c["level"] == "low" and f"a source got {100 * c['held_out_worst']:.1f}%" in c["low_because"][-1]
+
+
 def test_a_target_without_features_that_is_not_this_machine_is_an_error(store):
     """A typo in the target's name must not give a model built for this machine's CPU."""
     record_planted(store)
