@@ -15,7 +15,9 @@ results. Where it is low, the sources do not predict the target well, whatever t
 ``devices.csv`` (``arch``) holds out every device of the target's family, so that the sources
 are the other families only — the case of a new architecture, which leave-one-device-out
 flatters (a target's sibling is always a source). The CV-DFS model's predicted quality
-(:mod:`nitro.transfer.confidence`) is reported beside its measured quality.
+(:mod:`nitro.transfer.confidence`) is reported beside its measured quality. As in
+``tune_from_source``, a target whose family no source shares (by the held-out column, or by
+``arch`` when one device is held out) is validated without each source's family.
 """
 from __future__ import annotations
 
@@ -157,6 +159,10 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
     data, idx, others, train, test, notes = split(m, variants, devices, test_size, seed)
     main, variants = [data.devices[i] for i in idx], data.variants
     group = {i: family.get(data.devices[i], data.devices[i]) for i in range(len(data.devices))}
+    # validation as tune_from_source does it: without each source's family where the target's is
+    # new (by the held-out column, or leaving one device out by `arch` when every device has one)
+    arch = m.device_metadata("arch") or {}
+    lineage = {i: arch.get(d) for i, d in enumerate(data.devices)} if holdout_by == "device" else group
 
     on_device = {}
     if {"majority", "trained_on_target"} & set(methods):
@@ -167,7 +173,9 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
 
     def run_target(t: int, sources: list[int]) -> tuple[dict, dict]:
         # a target whose family no source shares: CV-DFS validates without each source's family
-        inner = {s: group[s] for s in sources} if group[t] not in {group[s] for s in sources} else None
+        known = all(lineage[d] is not None for d in [t, *sources])
+        inner = ({s: lineage[s] for s in sources}
+                 if known and lineage[t] not in {lineage[s] for s in sources} else None)
         times = data.times[t, test]
         ok = np.isfinite(times).any(axis=1)
         times, test_t = times[ok], test[ok]
@@ -197,10 +205,11 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
                     scores, _, _ = transfer_scores(prep, t, cols, inputs=test_t)
                     pick[name] = scores.argmax(axis=1)
                     info[name] = {"features": r.features, "n_subsets": len(r.subsets), "seconds": r.seconds,
+                                  "validated_without_family": inner is not None,
                                   "frequencies": r.frequencies, "held_out": r.held_out,
                                   "confidence": estimate_quality(scores, r.held_out, prep.D[:, prep.features],
                                                                  sources, t, data.devices,
-                                                                 new_family=inner is not None and holdout_by != "device")}
+                                                                 new_family=inner is not None)}
             if "few_shot" in methods:   # boosted trees on the sources' rows and a few of the target's
                 feats = prep.features
                 Xte = concatenate(data.X[test_t], data.D[t, feats])

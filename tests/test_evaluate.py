@@ -72,6 +72,23 @@ def test_holdout_by_family_leaves_the_whole_family_out_of_the_sources():
     assert loo["targets"]["dev4"]["cvdfs"] > r["targets"]["dev4"]["cvdfs"]   # its sibling helps
 
 
+def test_leaving_one_device_out_a_device_alone_in_its_family_is_validated_as_tune_from_source_does():
+    """dev4 is left alone in family ``new`` (dev5, which behaves as it does, is called ``mid``):
+    held out alone, its family is new to the sources, so CV-DFS validates without each source's
+    family (``mid`` without dev5 fails on it) and the estimate reads it as a new family; a device
+    whose sibling is a source, or any device without ``arch``, is validated one source at a time."""
+    m, family = _family_measurements()
+    m.devices.loc["dev5", "arch"] = "mid"
+    r = evaluate(m, methods=["cvdfs"], max_size=1)
+    grouped = {d: r["details"][d]["cvdfs"]["validated_without_family"] for d in family}
+    assert grouped == {d: d == "dev4" for d in family}
+    confidence = r["details"]["dev4"]["cvdfs"]["confidence"]
+    assert confidence["held_out_worst"] < 0.9 and confidence["level"] == "low"
+    assert any("a family no source shares" in why for why in confidence["low_because"])
+    plain = evaluate(Measurements(m.times, m.inputs, m.devices.drop(columns="arch")), methods=["cvdfs"], max_size=1)
+    assert not any(plain["details"][d]["cvdfs"]["validated_without_family"] for d in family)
+
+
 def test_holdout_by_an_unknown_column_names_the_known_ones():
     m, _ = _family_measurements()
     with pytest.raises(ValueError, match="no such metadata column.*arch"):
