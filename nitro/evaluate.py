@@ -309,6 +309,7 @@ def format_evaluation(r: dict) -> str:
         lines.append(f"\ncalibration: predicted within 3 points of measured on {cal['within_3_points']} of "
                      f"{cal['targets']} targets; estimate 'low' (few-shot or refining mode advised) on: "
                      f"{', '.join(low) or 'none'}")
+        lines += [f"  {d}: " + "; ".join(r["details"][d]["cvdfs"]["confidence"].get("low_because", [])) for d in low]
         conf = {d: r["details"].get(d, {}).get("cvdfs", {}).get("confidence", {}) for d in devs}
         for name, label in (("best_single_source", "the best single source in hindsight"),
                             ("majority", "the sources' majority"), ("full_set_svm", "the full-set SVM")):

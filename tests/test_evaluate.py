@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 
 from nitro.dataset import Measurements, load_dataset_dir
-from nitro.evaluate import evaluate, split
+from nitro.evaluate import evaluate, format_evaluation, split
 
 
 @pytest.mark.dataset
@@ -85,6 +85,7 @@ def test_leaving_one_device_out_a_device_alone_in_its_family_is_validated_as_tun
     confidence = r["details"]["dev4"]["cvdfs"]["confidence"]
     assert confidence["held_out_worst"] < 0.9 and confidence["level"] == "low"
     assert any("a family no source shares" in why for why in confidence["low_because"])
+    assert "\n  dev4: " in format_evaluation(r) and "a family no source shares" in format_evaluation(r)
     plain = evaluate(Measurements(m.times, m.inputs, m.devices.drop(columns="arch")), methods=["cvdfs"], max_size=1)
     assert not any(plain["details"][d]["cvdfs"]["validated_without_family"] for d in family)
 
