@@ -33,7 +33,7 @@ from .progress import progress_bar
 from .transfer.analysis import architecture_sensitivity, best_variant_histogram, device_cosine_similarity
 from .transfer.baselines import full_set_svm_choices
 from .transfer.confidence import estimate_quality
-from .transfer.cvdfs import cv_dfs
+from .transfer.cvdfs import cv_dfs, family_groups
 from .transfer.coverage import untimed_variants
 from .transfer.data import TransferData, concatenate
 from .transfer.fewshot import pick_inputs
@@ -172,10 +172,7 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
                             if timed else None)
 
     def run_target(t: int, sources: list[int]) -> tuple[dict, dict]:
-        # a target whose family no source shares: CV-DFS validates without each source's family
-        known = all(lineage[d] is not None for d in [t, *sources])
-        inner = ({s: lineage[s] for s in sources}
-                 if known and lineage[t] not in {lineage[s] for s in sources} else None)
+        inner = family_groups(lineage, sources, t)   # a new family: validated without each source's
         times = data.times[t, test]
         ok = np.isfinite(times).any(axis=1)
         times, test_t = times[ok], test[ok]

@@ -60,6 +60,15 @@ def subsets_upto(items: list, max_size: int) -> list[tuple]:
     return [s for size in range(1, max_size + 1) for s in itertools.combinations(items, size)]
 
 
+def family_groups(family: Mapping[int, str | None], sources: list[int], target: int) -> dict[int, str] | None:
+    """The ``groups`` to validate a ``target`` without each source's family: source → family
+    where every device's ``family`` is known and no source shares the target's (a new family,
+    the case to validate as it will be used); ``None`` otherwise."""
+    if any(family.get(d) is None for d in [target, *sources]) or family[target] in {family[s] for s in sources}:
+        return None
+    return {s: family[s] for s in sources}
+
+
 def held_out_sources(prep: Prepared, temp: int, groups: Mapping[int, str] | None) -> list[int]:
     """The sources a temporary target is predicted from: all others, less (with ``groups``)
     those of its own group, so that a target from a family no source shares is validated

@@ -21,7 +21,7 @@ from ..store import Store
 from ..store.redis_store import same_computation
 from .coverage import choose_variants, sources_of_kind
 from .confidence import estimate_quality, nearest_distances
-from .cvdfs import cv_dfs, held_out_results
+from .cvdfs import cv_dfs, family_groups, held_out_results
 from .data import TransferData, concatenate, stack_times
 from .fewshot import pick_inputs
 from .fewshot_trees import TreesRefit, fit_few_shot_trees
@@ -372,11 +372,10 @@ def _learner_check(est, prep, t: int, cols: list[int]) -> dict:
 def _new_family_groups(store: Store, sources: list[str], target: str) -> dict[int, str] | None:
     """Source index → architecture family, when the store's device metadata gives every
     device's ``arch`` and the target's is not among the sources' (validate as used: without
-    each source's family); ``None`` otherwise."""
-    arch = {d: (store.device_metadata(d) or {}).get("arch") for d in [*sources, target]}
-    if any(a is None for a in arch.values()) or arch[target] in {arch[s] for s in sources}:
-        return None
-    return {i: arch[s] for i, s in enumerate(sources)}
+    each source's family); ``None`` otherwise (:func:`nitro.transfer.cvdfs.family_groups`)."""
+    devices = [*sources, target]          # in the order of the transfer data's devices
+    return family_groups({i: (store.device_metadata(d) or {}).get("arch") for i, d in enumerate(devices)},
+                         list(range(len(sources))), len(sources))
 
 
 def _few_shot(store, name, prep, t, budget, measure_target, features, provenance) -> SelectorModel:
