@@ -59,6 +59,7 @@ def estimate_quality(scores: np.ndarray, held_out: dict[str, dict], D: np.ndarra
     own = float(np.clip(scores.max(axis=1), 0.0, 1.0).mean())
     qualities = [v["quality"] for v in held_out.values()]
     sources_q = float(np.mean(qualities)) if qualities else own
+    worst = float(min(qualities)) if qualities else own
     predicted = 0.5 * (own + sources_q)
     distance, spread, nearest = nearest_distances(D, sources, target)
     outside = distance > spread
@@ -74,12 +75,12 @@ def estimate_quality(scores: np.ndarray, held_out: dict[str, dict], D: np.ndarra
         (f"expected {100 * predicted:.1f}% of the optimum, below {100 * LOW:g}%", predicted < LOW),
         (f"outside the sources' device features ({distance:.1f} from {device_names[nearest]}, where the "
          f"sources lie within {spread:.1f} of each other)", outside),
-        (f"a family no source shares: held out with its family, a source got {100 * min(qualities or [1.0]):.1f}%",
-         new_family and bool(qualities) and min(qualities) < LOW)) if holds]
+        (f"a family no source shares: held out with its family, a source got {100 * worst:.1f}%",
+         new_family and bool(qualities) and worst < LOW)) if holds]
     level = "low" if low_because else "high"
     return {
         "predicted_quality": predicted, "self_estimate": own, "held_out_quality": sources_q,
-        "held_out_worst": float(min(qualities)) if qualities else own,
+        "held_out_worst": worst,
         "nearest_source": device_names[nearest], "distance": distance, "sources_spread": spread,
         "outside_sources": bool(outside), "level": level, "low_because": low_because, "baselines": baselines,
         "may_trail": [name for name, b in baselines.items()
