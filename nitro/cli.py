@@ -210,6 +210,8 @@ def cmd_evaluate(args):
                          "refining replay: add --online")
     if args.online:
         from .online import evaluate_online, format_online
+        if args.seeds:
+            raise ValueError("--online replays one split: give --seed, not --seeds")
         if args.holdout_by != "device" or args.methods:
             raise ValueError("--online replays refining mode with every device left out in turn; "
                              "it takes neither --holdout-by nor --methods")
@@ -223,11 +225,17 @@ def cmd_evaluate(args):
                                  progress=not args.json)
         _emit(args, result, format_online(result))
         return
-    from .evaluate import evaluate, format_evaluation
-    result = evaluate(load_dataset_dir(args.dataset), variants=_split(args.variants), devices=_split(args.devices),
-                      test_size=args.test_size, seed=args.seed, methods=_split(args.methods),
-                      max_size=args.max_subset_size, k=args.k, n_jobs=args.n_jobs, progress=not args.json,
-                      cross_features=args.cross_features, holdout_by=args.holdout_by)
+    from .evaluate import evaluate, evaluate_splits, format_evaluation, format_splits
+    options = dict(variants=_split(args.variants), devices=_split(args.devices), test_size=args.test_size,
+                   methods=_split(args.methods), max_size=args.max_subset_size, k=args.k, n_jobs=args.n_jobs,
+                   progress=not args.json, cross_features=args.cross_features, holdout_by=args.holdout_by)
+    if args.seeds:
+        if args.plot:
+            raise ValueError("--plot draws one split's figures: give --seed, not --seeds")
+        result = evaluate_splits(load_dataset_dir(args.dataset), _ints(args.seeds), **options)
+        _emit(args, result, format_splits(result))
+        return
+    result = evaluate(load_dataset_dir(args.dataset), seed=args.seed, **options)
     if args.plot and result["methods"]:      # the selector comparison has no figure yet
         from .plots import plot_evaluation
         result["plots"] = plot_evaluation(result, args.plot)
@@ -451,6 +459,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "families the sources)")
     p.add_argument("--test-size", type=float, default=0.5)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seeds", metavar="SEEDS", help="comma-separated split seeds (two or more): evaluate on each "
+                   "random split and report every method's mean ± sd over them and its worst target")
     p.add_argument("--k", type=int, default=1, help="features kept by the k-most-frequent CV-DFS rule")
     p.add_argument("--max-subset-size", type=int, default=3)
     p.add_argument("--n-jobs", type=int, default=None)

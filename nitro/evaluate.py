@@ -274,6 +274,52 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
     }
 
 
+def evaluate_splits(m: Measurements, seeds, **options) -> dict:
+    """:func:`evaluate` on one random split per seed (``options`` as for it), and each
+    method's mean over the targets per split, mean and standard deviation over the splits and
+    worst target in any split: how much a figure owes to one split of the inputs."""
+    seeds = [int(s) for s in seeds]
+    if len(seeds) < 2 or len(set(seeds)) < len(seeds):
+        raise ValueError(f"evaluating over splits needs two or more different seeds, got {seeds}")
+    if options.get("methods") and not set(options["methods"]) & set(METHODS):
+        raise ValueError("evaluating over splits reports nitro evaluate's methods "
+                         f"({', '.join(METHODS)}), not the side-by-side selector comparison")
+    started = time.perf_counter()
+    runs = [evaluate(m, seed=s, **options) for s in seeds]
+    names = [n for n in runs[0]["methods"] if all(n in r["mean"] for r in runs)]
+    summary = {}
+    for n in names:
+        means, mins = [r["mean"][n] for r in runs], [r["min"][n] for r in runs]
+        summary[n] = {"mean_per_split": means, "min_per_split": mins, "mean": float(np.mean(means)),
+                      "sd": float(np.std(means, ddof=1)), "worst": float(np.min(mins))}
+    calibration = [{k: r["calibration"][k] for k in ("within_3_points", "targets")} if r["calibration"] else {}
+                   for r in runs]
+    return {"seeds": seeds, "holdout_by": runs[0]["holdout_by"], "methods": {n: runs[0]["methods"][n] for n in names},
+            "summary": summary, "calibration": calibration, "runs": runs,
+            "seconds": time.perf_counter() - started}
+
+
+def format_splits(r: dict) -> str:
+    names = list(r["methods"])
+    width = max(len(LABELS[n]) for n in names) + 2
+    family = r.get("holdout_by", "device")
+    head = "".join(f"{'seed ' + str(s):>9}" for s in r["seeds"])
+    lines = [f"leave-one-{family}-out on {len(r['seeds'])} random splits of the inputs (seeds "
+             f"{', '.join(map(str, r['seeds']))}): % of exhaustive optimum, mean over the targets per split, "
+             "its mean ± sd over the splits, and the worst target in any split", "",
+             f"{'method':<{width}}{head}{'mean ± sd':>15}{'worst':>8}"]
+    for n in names:
+        v = r["summary"][n]
+        per = "".join(f"{x:>9.2f}" for x in v["mean_per_split"])
+        lines.append(f"{LABELS[n]:<{width}}{per}{v['mean']:>9.2f} ± {v['sd']:<4.2f}{v['worst']:>8.1f}")
+    cal = [c for c in r["calibration"] if c]
+    if cal:
+        lines.append("\ncalibration, predicted within 3 points of measured: "
+                     + ", ".join(f"{c['within_3_points']} of {c['targets']}" for c in cal) + " targets")
+    lines.append(f"total {r['seconds']:.0f} s")
+    return "\n".join(lines)
+
+
 def format_evaluation(r: dict) -> str:
     names = list(r["methods"])
     if not names:

@@ -135,3 +135,24 @@ def test_full_set_svm_leaves_out_a_device_feature_constant_over_the_sources():
     r = evaluate(m, methods=["full_set_svm"], holdout_by="arch")
     for d in ("dev4", "dev5"):
         assert r["targets"][d]["full_set_svm"] > 95
+
+
+def test_evaluating_over_splits_reports_each_split_and_their_spread(capsys):
+    from nitro.cli import main
+    from nitro.evaluate import evaluate_splits, format_splits
+    m, _ = _family_measurements()
+    r = evaluate_splits(m, [0, 1, 2], methods=["majority", "cvdfs"], max_size=1)
+    single = [evaluate(m, seed=s, methods=["majority", "cvdfs"], max_size=1) for s in (0, 1, 2)]
+    for n in ("majority", "cvdfs"):
+        v = r["summary"][n]
+        assert v["mean_per_split"] == [x["mean"][n] for x in single]
+        assert np.isclose(v["mean"], np.mean(v["mean_per_split"])) and v["sd"] > 0
+        assert v["worst"] == min(x["min"][n] for x in single)
+    assert [c["targets"] for c in r["calibration"]] == [6, 6, 6]
+    assert "seed 2" in format_splits(r) and "± " in format_splits(r)
+    with pytest.raises(ValueError, match="two or more different seeds"):
+        evaluate_splits(m, [1, 1], methods=["cvdfs"])
+    with pytest.raises(ValueError, match="not the side-by-side selector comparison"):
+        evaluate_splits(m, [0, 1], methods=["svm"])
+    assert main(["evaluate", "/nonexistent", "--seeds", "0,1", "--online"]) == 2
+    assert "give --seed, not --seeds" in capsys.readouterr().err
