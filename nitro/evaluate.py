@@ -348,12 +348,12 @@ def format_evaluation(r: dict) -> str:
     if cal:
         pred = [cal["predicted"].get(d, float("nan")) for d in devs]
         lines.append(f"{'predicted (CV-DFS estimate)':<{width}}" + "".join(f"{v:>{col}.1f}" for v in pred))
-        low = [d for d in devs if r["details"].get(d, {}).get("cvdfs", {}).get("confidence", {}).get("level") == "low"]
+        conf = {d: r["details"].get(d, {}).get("cvdfs", {}).get("confidence", {}) for d in devs}
+        low = [d for d in devs if conf[d].get("level") == "low"]
         lines.append(f"\ncalibration: predicted within 3 points of measured on {cal['within_3_points']} of "
                      f"{cal['targets']} targets; estimate 'low' (few-shot or refining mode advised) on: "
                      f"{', '.join(low) or 'none'}")
-        lines += [f"  {d}: " + "; ".join(r["details"][d]["cvdfs"]["confidence"].get("low_because", [])) for d in low]
-        conf = {d: r["details"].get(d, {}).get("cvdfs", {}).get("confidence", {}) for d in devs}
+        lines += [f"  {d}: " + "; ".join(conf[d].get("low_because", [])) for d in low]
         for name, label in (("best_single_source", "the best single source in hindsight"),
                             ("majority", "the sources' majority"), ("full_set_svm", "the full-set SVM")):
             warned = [d for d, c in conf.items() if name in c.get("may_trail", [])]
