@@ -6,9 +6,10 @@ Two estimates from the data, averaged:
   inputs of the chosen variant's score is what the model expects to reach (it knows where the
   sources disagree, since their disagreement lowers the best score, but not that the target may
   behave unlike every source);
-* the held-out sources': the quality the same model reached on each source that it was fitted
-  without (CV-DFS's temporary targets, without their family when the target's family is new),
-  which knows how far transfer falls short between these devices, but not this target.
+* the held-out sources': the quality the same procedure reached on each source that it was
+  fitted without (CV-DFS's temporary targets, without their family when the target's family is
+  new, with the subsets chosen without them too), which knows how far transfer falls short
+  between these devices, but not this target.
 
 Neither is enough alone (the first is over-confident on a target unlike its sources, the
 second blind to the target; with a single source there is no held-out source, and the estimate

@@ -77,6 +77,39 @@ def test_cv_dfs_recovers_the_planted_feature(selection):
     assert min(r.scores.values()) > 0.9
 
 
+def test_select_subsets_by_mean_score_or_by_the_features_of_each_best_subset():
+    from nitro.transfer.cvdfs import select_subsets
+    cand = [(0,), (1,), (2,), (0, 1)]
+    S = np.array([[0.9, 0.5, 0.1, 0.8],
+                  [0.5, 0.2, 0.3, 0.7],
+                  [0.4, 0.2, 0.9, 0.35]])
+    assert select_subsets(S, cand, "ensemble", k=1, n_ensemble=2) == [(0, 1), (0,)]
+    assert select_subsets(S[1:], cand, "ensemble", k=1, n_ensemble=1) == [(2,)]   # without the first row
+    # best subsets: (0,), (0, 1), (2,): feature 0 twice, 1 and 2 once (1 ahead on its subsets' mean)
+    assert select_subsets(S, cand, "frequency", k=2, n_ensemble=1) == [(0, 1)]
+
+
+@pytest.mark.parametrize("grouped", [False, True])
+def test_each_source_held_out_is_scored_with_subsets_chosen_without_it(grouped):
+    """The held-out quality estimates the whole procedure on a new device: the subsets a
+    source is scored with are chosen without its own scores (and, grouped, its family's),
+    else it would be scored with subsets picked for doing well on it."""
+    from nitro.metrics import fraction_of_optimum
+    from nitro.transfer.cvdfs import _score_all, held_out_sources, predict_held_out, select_subsets, subsets_upto
+    data = TransferData.from_measurements(planted())
+    prep = Prepared.build(data, list(range(1, 7)), np.arange(len(data.inputs)), extra_devices=[0])
+    groups = {s: "ab"[s % 2] for s in prep.sources} if grouped else None
+    r = cv_dfs(prep, max_size=2, n_ensemble=2, progress=False, groups=groups)
+    cand = subsets_upto(prep.features, 2)
+    S = np.array([_score_all(prep, t, cand, 1.0, groups) for t in prep.sources])
+    for i, t in enumerate(prep.sources):
+        rest = held_out_sources(prep, t, groups)
+        used = select_subsets(S[[prep.sources.index(s) for s in rest]], cand, "ensemble", 1, 2)
+        pred = predict_held_out(prep, t, used, 1.0, groups)
+        quality = fraction_of_optimum(data.times[t, prep.train], pred.argmax(axis=1))
+        assert np.isclose(r.held_out[data.devices[t]]["quality"], quality)
+
+
 def test_cv_dfs_leaves_out_a_feature_constant_over_the_sources():
     """Such a feature cannot show its effect (the device kernel drops it), so a subset with it
     would repeat the subset without it; the target may still differ in it."""
