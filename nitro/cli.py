@@ -269,6 +269,11 @@ def cmd_tune_from_source(args):
         z = p["zero_shot_confidence"]
         lines.append(f"few-shot model: {len(p['few_shot']['inputs'])} inputs timed on {p['target']} corrected the "
                      f"zero-shot model, whose expected quality was {100 * z['predicted_quality']:.1f}% ({z['level']})")
+        e = p["few_shot"].get("estimate")
+        if e:
+            lines.append(f"measured on those inputs: the zero-shot model {100 * e['zero_shot_on_timed']:.1f}% of the "
+                         f"optimum, the few-shot model {100 * e['quality']:.1f} ± {100 * e['stderr']:.1f} "
+                         f"({e['folds']}-fold cross-validation: each input chosen by trees fitted without it)")
     if c:
         held = (f"held-out sources {100 * c['held_out_quality']:.1f}, worst {100 * c['held_out_worst']:.1f}"
                 if c.get("held_out") else "no source to hold out: the model's own estimate alone, unvalidated")

@@ -134,7 +134,8 @@ class CodeVariant:
         model's runner-up and the gap between their scores (:meth:`SelectorModel.scores`; for a
         transferred kernel model, scores are predicted fractions of the optimum, so
         ``expected_fraction`` is what the model expects the choice to reach), and the model's
-        predicted quality on this device when it has one (``tune_from_source``)."""
+        predicted quality on this device when it has one (``tune_from_source``; for a few-shot
+        model, its quality cross-validated on the inputs timed on the target)."""
         values = self.compute_features(*args)
         choice = self._dispatcher.choose(values)
         out = {"variant": choice, "model": self.model is not None}
@@ -150,9 +151,12 @@ class CodeVariant:
         if self.model.kind == "kernel":
             out["expected_fraction"] = float(np.clip(scores[order[0]], 0.0, 1.0))
         confidence = self.model.provenance.get("confidence")
+        measured = (self.model.provenance.get("few_shot") or {}).get("estimate")
         if confidence:
             out["predicted_quality"] = confidence["predicted_quality"]
             out["level"] = confidence["level"]
+        elif measured:       # a few-shot model: cross-validated on the inputs timed on the target
+            out["predicted_quality"] = measured["quality"]
         return out
 
     def __call__(self, *args) -> object:

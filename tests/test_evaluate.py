@@ -37,13 +37,13 @@ def test_best_source_ceiling_is_the_best_sources_own_fastest_variants():
         assert np.isclose(r["targets"][data.devices[t]]["best_source_hindsight"], 100 * manual)
 
 
-def _family_measurements(seed=5):
+def _family_measurements(seed=5, n_inputs=60):
     """Six devices in three families of two; in family ``new`` variant ``a`` is best on small
     inputs, elsewhere ``b`` is best everywhere (a behaviour only that family shows)."""
     rng = np.random.default_rng(seed)
     devices = [f"dev{i}" for i in range(6)]
     family = {"dev0": "old", "dev1": "old", "dev2": "mid", "dev3": "mid", "dev4": "new", "dev5": "new"}
-    inputs = [f"in{i}" for i in range(60)]
+    inputs = [f"in{i}" for i in range(n_inputs)]
     size = rng.uniform(1, 1000, len(inputs))
     rows = []
     for d in devices:
@@ -70,6 +70,23 @@ def test_holdout_by_family_leaves_the_whole_family_out_of_the_sources():
         assert np.isclose(c, 50 * (conf["self_estimate"] + conf["held_out_quality"]))
     loo = evaluate(m, methods=["cvdfs"], max_size=1)
     assert loo["targets"]["dev4"]["cvdfs"] > r["targets"]["dev4"]["cvdfs"]   # its sibling helps
+
+
+def test_few_shot_is_cross_validated_on_its_timed_inputs_and_compared_with_its_measured_quality():
+    """The few-shot model at 2% is also scored where it was timed, each input chosen for by
+    trees fitted without it: the estimate a user gets before anything else runs on the target."""
+    m, _ = _family_measurements(n_inputs=400)          # 200 training inputs, 2%: 4 timed on the target
+    r = evaluate(m, methods=["few_shot"], holdout_by="arch")
+    few = r["few_shot_calibration"]
+    assert few["budget"] == 0.02 and few["targets"] == 6 and set(few["predicted"]) == set(r["targets"])
+    for d, predicted in few["predicted"].items():
+        cv = r["details"][d]["few_shot_2pct"]["cross_validated"]
+        assert cv["inputs"] == 4 and cv["folds"] == 4 and np.isclose(predicted, 100 * cv["quality"])
+        assert few["measured"][d] == r["targets"][d]["few_shot_2pct"]
+    assert few["within_3_points"] == sum(abs(few["predicted"][d] - few["measured"][d]) <= 3 for d in r["targets"])
+    assert "predicted (few-shot 2%, CV)" in format_evaluation(r)
+    small = evaluate(_family_measurements()[0], methods=["few_shot"], holdout_by="arch")   # 1 timed input
+    assert small["few_shot_calibration"] == {} and "few-shot 2%, CV" not in format_evaluation(small)
 
 
 def test_leaving_one_device_out_a_device_alone_in_its_family_is_validated_as_tune_from_source_does():

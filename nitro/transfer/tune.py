@@ -14,6 +14,7 @@ from .. import devices as devices_mod
 from ..dataset import Measurements
 from ..learn.kron import varying_columns
 from ..measurement import TrainingRow
+from ..metrics import fraction_of_optimum
 from ..search import budget_count
 from ..model import SelectorModel, transfer_origin
 from ..progress import progress_bar
@@ -24,7 +25,7 @@ from .confidence import estimate_quality, nearest_distances
 from .cvdfs import cv_dfs, family_groups, held_out_results
 from .data import TransferData, concatenate, stack_times
 from .fewshot import pick_inputs
-from .fewshot_trees import TreesRefit, fit_few_shot_trees
+from .fewshot_trees import TreesRefit, cross_validated_quality, fit_few_shot_trees
 from .fit import export_model, transfer_scores
 from .pdfs import profile_dfs
 from .prepare import Prepared, shared_rows
@@ -338,7 +339,7 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
                       target_features={f: float(data.D[t, data.device_features.index(f)]) for f in used})
     if target_budget is not None:    # the estimate is of the zero-shot model the few-shot one replaces
         provenance["zero_shot_confidence"] = provenance.pop("confidence")
-        model = _few_shot(store, name, prep, t, target_budget, measure_target, list(features), provenance)
+        model = _few_shot(store, name, prep, t, target_budget, measure_target, list(features), provenance, scores)
     else:
         model = export_model(prep, beta, mu, list(features), provenance)
     if save:
@@ -378,11 +379,14 @@ def _new_family_groups(store: Store, sources: list[str], target: str) -> dict[in
                          list(range(len(sources))), len(sources))
 
 
-def _few_shot(store, name, prep, t, budget, measure_target, features, provenance) -> SelectorModel:
+def _few_shot(store, name, prep, t, budget, measure_target, features, provenance, zero_shot_scores) -> SelectorModel:
     """Time ``budget`` representative training inputs on the target (reusing recorded rows)
-    and fit boosted trees on them with the sources' rows (:mod:`nitro.transfer.fewshot_trees`)."""
+    and fit boosted trees on them with the sources' rows (:mod:`nitro.transfer.fewshot_trees`).
+    The timed inputs also measure both models there: the zero-shot model's choices (from
+    ``zero_shot_scores`` on the training inputs) and the trees' by cross-validation."""
     data = prep.data
-    picks = prep.train[pick_inputs(prep.grid.X, budget_count(budget, len(prep.train)))]
+    rows = pick_inputs(prep.grid.X, budget_count(budget, len(prep.train)))
+    picks = prep.train[rows]
     ids = [data.inputs[i] for i in picks]
     target = data.devices[t]
     recorded = {r.input_id: r for r in store.rows(name, target) if r.input_id in set(ids)}
@@ -399,8 +403,11 @@ def _few_shot(store, name, prep, t, budget, measure_target, features, provenance
     cols = prep.features
     est = fit_few_shot_trees(data, prep.sources, prep.train, t, data.X[picks], times, cols)
     values = {data.device_features[c]: float(data.D[t, c]) for c in cols}
+    estimate = cross_validated_quality(data, prep.sources, prep.train, t, data.X[picks], times, cols)
+    if estimate is not None:
+        estimate["zero_shot_on_timed"] = fraction_of_optimum(times[ok], zero_shot_scores[rows][ok].argmax(axis=1))
     provenance = {**provenance, "few_shot": {"inputs": [i for i, good in zip(ids, ok) if good],
-                                             "learner": "RegressionSelector"},
+                                             "learner": "RegressionSelector", "estimate": estimate},
                   "device_features": list(values), "target_features": values}
     return SelectorModel.from_estimator(est, features, device_features=values, variants=list(data.variants),
                                         provenance=provenance)

@@ -88,3 +88,8 @@ def test_tune_from_source_with_a_target_budget_measures_only_the_picks_here(stor
     # the expected quality computed on the way is the zero-shot model's, and says so
     assert "confidence" not in model.provenance
     assert 0.0 < model.provenance["zero_shot_confidence"]["predicted_quality"] <= 1.0
+    # the timed inputs measure both models: the zero-shot one's choices and the trees' by cross-validation
+    e = model.provenance["few_shot"]["estimate"]
+    assert e["inputs"] == 8 and e["folds"] == 5 and 0.0 < e["quality"] <= 1.0 and e["stderr"] >= 0.0
+    assert 0.0 < e["zero_shot_on_timed"] <= 1.0
+    assert cv.explain(3)["predicted_quality"] == e["quality"]
