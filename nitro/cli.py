@@ -242,6 +242,19 @@ def cmd_evaluate(args):
     _emit(args, result, format_evaluation(result))
 
 
+def _target_budget(text: str) -> int | float:
+    """``--target-budget``: a count of inputs (a whole number from 1) or a fraction in (0, 1)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a count or a fraction of the training inputs, got {text!r}") from None
+    if value >= 1 and value.is_integer():
+        return int(value)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"a count (1, 2, ...) or a fraction in (0, 1), got {text!r}")
+    return value
+
+
 def cmd_tune_from_source(args):
     from .transfer.tune import tune_from_source
     store = _store(args)
@@ -252,7 +265,7 @@ def cmd_tune_from_source(args):
                              profiling_based_dfs=args.p_dfs, search_based_dfs=args.cv_dfs, k=args.k,
                              max_subset_size=args.max_subset_size, selection=args.selection,
                              n_jobs=args.n_jobs, progress=not args.json, keep_variants=_split(args.variants),
-                             save=args.output is None)
+                             target_budget=args.target_budget, save=args.output is None)
     if args.output:
         Path(args.output).write_text(json.dumps(model.to_dict()))
     p = model.provenance
@@ -273,7 +286,9 @@ def cmd_tune_from_source(args):
         if e:
             lines.append(f"measured on those inputs: the zero-shot model {100 * e['zero_shot_on_timed']:.1f}% of the "
                          f"optimum, the few-shot model {100 * e['quality']:.1f} ± {100 * e['stderr']:.1f} "
-                         f"({e['folds']}-fold cross-validation: each input chosen by trees fitted without it)")
+                         f"({e['folds']}-fold cross-validation: each input chosen by trees fitted without it)"
+                         + (f"; the zero-shot estimate was {100 * (z['predicted_quality'] - e['zero_shot_on_timed']):.1f} "
+                            "points too high here" if z["predicted_quality"] - e["zero_shot_on_timed"] > 0.03 else ""))
     if c:
         held = (f"held-out sources {100 * c['held_out_quality']:.1f}, worst {100 * c['held_out_worst']:.1f}"
                 if c.get("held_out") else "no source to hold out: the model's own estimate alone, unvalidated")
@@ -505,6 +520,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--k", type=int, default=1)
     p.add_argument("--max-subset-size", type=int, default=3)
     p.add_argument("--n-jobs", type=int, default=None)
+    p.add_argument("--target-budget", type=_target_budget, metavar="N", help="few-shot: boosted trees also learn "
+                   "from N of the target's training inputs (a count, or a fraction such as 0.02), chosen by k-means "
+                   "among the inputs the target already has recorded in the store (measuring new ones runs the "
+                   "variants: Autotuner.tune_from_source in Python)")
     p.add_argument("-o", "--output", metavar="JSON", help="write the model to this file instead of the store "
                    "(for a read-only store user)")
     p.set_defaults(func=cmd_tune_from_source)

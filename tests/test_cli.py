@@ -45,6 +45,18 @@ def test_store_import_ls_export(capsys, tmp_path, spmv_dataset):
     assert main(["tune-from-source", "spmv", "--target", "tesla_k40m", "--sources", "tesla_p100,titan_v,radeon_vii",
                  "--no-cv-dfs", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["cv_dfs_off"] == "search_based_dfs=False"
+    # few-shot from the target's recorded rows: picked among them, and measured on them
+    assert main(["tune-from-source", "spmv", "--target", "tesla_k40m", "--sources", "tesla_p100,titan_v,radeon_vii",
+                 "--target-budget", "0.02"]) == 0
+    out = capsys.readouterr().out
+    assert "few-shot model: " in out and "measured on those inputs: the zero-shot model" in out
+    assert main(["tune-from-source", "spmv", "--target", "tesla_k40m", "--sources", "tesla_p100,titan_v,radeon_vii",
+                 "--target-budget", "12", "--json"]) == 0
+    prov = json.loads(capsys.readouterr().out)
+    assert len(prov["few_shot"]["inputs"]) == 12 and prov["few_shot"]["estimate"]["folds"] == 5
+    with pytest.raises(SystemExit):
+        main(["tune-from-source", "spmv", "--target", "tesla_k40m", "--target-budget", "1.5"])
+    assert "a count (1, 2, ...) or a fraction in (0, 1)" in capsys.readouterr().err
     assert main(["store", "ls"]) == 0
     assert "model for tesla_k40m: tune_from_source" in capsys.readouterr().out
 

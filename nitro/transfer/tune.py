@@ -278,7 +278,8 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
 
     Few-shot: with ``target_budget`` (a count, or a fraction of the training inputs), that
     many representative training inputs are timed on the target (rows already recorded for it
-    are reused; ``measure_target(input_ids)`` measures the rest), and boosted trees learn from
+    are reused; ``measure_target(input_ids)`` measures the rest, and without it they are chosen
+    among the inputs the target has recorded), and boosted trees learn from
     them and the sources' rows together (:mod:`nitro.transfer.fewshot_trees`, model kind
     ``gbt``)."""
     data, t, provenance = _load(store, name, variants, features, sources, target, target_features,
@@ -385,16 +386,20 @@ def _few_shot(store, name, prep, t, budget, measure_target, features, provenance
     The timed inputs also measure both models there: the zero-shot model's choices (from
     ``zero_shot_scores`` on the training inputs) and the trees' by cross-validation."""
     data = prep.data
-    rows = pick_inputs(prep.grid.X, budget_count(budget, len(prep.train)))
+    target = data.devices[t]
+    recorded = {r.input_id: r for r in store.rows(name, target)}
+    pool = np.arange(len(prep.train))      # nothing to measure with: pick among the inputs recorded there
+    if measure_target is None:
+        pool = np.flatnonzero([data.inputs[i] in recorded for i in prep.train])
+        if not len(pool):
+            raise ValueError(f"{name}: a target budget needs the target's timings: {target} has none of the "
+                             f"{len(prep.train)} training inputs recorded; use Autotuner.tune_from_source, which "
+                             "measures them")
+    rows = pool[pick_inputs(prep.grid.X[pool], budget_count(budget, len(prep.train)))]
     picks = prep.train[rows]
     ids = [data.inputs[i] for i in picks]
-    target = data.devices[t]
-    recorded = {r.input_id: r for r in store.rows(name, target) if r.input_id in set(ids)}
     todo = [i for i in ids if i not in recorded]
     if todo:
-        if measure_target is None:
-            raise ValueError(f"{name}: a target budget needs the target's timings of {len(todo)} inputs: "
-                             "use Autotuner.tune_from_source, which measures them")
         recorded.update({r.input_id: r for r in measure_target(todo)})
     times = np.array([recorded[i].time_vector(data.variants) for i in ids], dtype=np.float64)
     ok = np.isfinite(times).any(axis=1)

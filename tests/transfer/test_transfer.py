@@ -361,3 +361,23 @@ def test_a_learner_that_chooses_one_variant_everywhere_on_the_target_says_so(sto
     near = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=sources[1:], target="dev1",
                             search_based_dfs=False, learner="svm", save=False, progress=False)
     assert near.provenance["learner_check"]["warning"] is None
+
+
+def test_a_target_budget_without_a_way_to_measure_picks_among_the_targets_recorded_inputs(store):
+    """With nothing to run the variants (the command line), few-shot can only use what the
+    target has recorded: the picks come from those inputs, and none recorded is an error that
+    says where measuring happens."""
+    m = record_planted(store)
+    kept = [f"in{i}" for i in range(0, 160, 4)]                     # devP has a quarter of dev0's rows
+    t = m.for_device("dev0")
+    store.put_rows("toy", "devP", [TrainingRow(i, m.inputs.loc[i].to_dict(), t.loc[i].to_dict()) for i in kept])
+    features = {k: float(v) for k, v in m.devices.loc["dev0"].items()}
+    store.put_device("devP", {k: {"value": v, "unit": "", "source": "datasheet"} for k, v in features.items()})
+    sources = [f"dev{i}" for i in range(1, 7)]
+    model = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=sources, target="devP",
+                             target_budget=8, save=False, progress=False)
+    picked = model.provenance["few_shot"]["inputs"]
+    assert len(picked) == 8 and set(picked) <= set(kept)
+    with pytest.raises(ValueError, match="devX has none of the 160 training inputs recorded.*Autotuner.tune_from_source"):
+        tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=sources, target="devX", target_budget=8,
+                         target_features=features, save=False, progress=False)
