@@ -47,22 +47,27 @@ def plot_evaluation(result: dict, directory) -> list[str]:
     paths.append(str(out / "best_variant_counts.png"))
     fig.savefig(paths[1], dpi=120)
     plt.close(fig)
-    cal = result.get("calibration")
-    if cal:
-        fig, ax = plt.subplots(figsize=(5, 5))
-        names = [d for d in cal["predicted"] if d in cal["measured"]]
-        x = [cal["predicted"][d] for d in names]
-        y = [cal["measured"][d] for d in names]
-        lo, hi = min(x + y) - 2, max(x + y) + 2
+    series = [(label, c) for label, c in (
+        ("CV-DFS zero-shot: its estimate, before the target runs anything", result.get("calibration")),
+        (f"few-shot {100 * (result.get('few_shot_calibration') or {}).get('budget', 0):g}%: cross-validated on its "
+         "timed inputs", result.get("few_shot_calibration"))) if c]
+    if series:
+        fig, ax = plt.subplots(figsize=(5.5, 5.5))
+        points = [(label, [(d, c["predicted"][d], c["measured"][d]) for d in c["predicted"] if d in c["measured"]])
+                  for label, c in series]
+        values = [v for _, pts in points for _, a, b in pts for v in (a, b)]
+        lo, hi = min(values) - 2, max(values) + 2
         ax.fill_between([lo, hi], [lo - 3, hi - 3], [lo + 3, hi + 3], color="0.9", label="±3 points")
         ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
-        ax.scatter(x, y)
-        for d, a, b in zip(names, x, y):
-            ax.annotate(d, (a, b), fontsize=7, xytext=(3, 3), textcoords="offset points")
-        ax.set_xlabel("predicted % of optimum (before the target runs anything)")
-        ax.set_ylabel("measured % of optimum (CV-DFS zero-shot)")
+        for k, ((label, pts), marker) in enumerate(zip(points, "os")):
+            ax.scatter([a for _, a, _ in pts], [b for _, _, b in pts], marker=marker, label=label)
+            for d, a, b in pts:          # the few-shot points crowd near the diagonal: named only off it
+                if k == 0 or abs(a - b) > 3:
+                    ax.annotate(d, (a, b), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        ax.set_xlabel("predicted % of optimum")
+        ax.set_ylabel("measured % of optimum on the test inputs")
         ax.set_title(f"Calibration, leave-one-{family}-out")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=7)
         fig.tight_layout()
         paths.append(str(out / "calibration.png"))
         fig.savefig(paths[-1], dpi=120)

@@ -171,3 +171,30 @@ def busy_process():
             child.kill()
             child.wait()
     return run
+
+
+@pytest.fixture
+def family_measurements():
+    """Factory ``make(seed=5, n_inputs=60) -> (measurements, family)``: six devices in three
+    families of two (``arch``), where only family ``new`` has variant ``a`` fastest on small inputs."""
+    import numpy as np
+    import pandas as pd
+    from nitro.dataset import Measurements
+
+    def make(seed=5, n_inputs=60):
+        rng = np.random.default_rng(seed)
+        devices = [f"dev{i}" for i in range(6)]
+        family = {"dev0": "old", "dev1": "old", "dev2": "mid", "dev3": "mid", "dev4": "new", "dev5": "new"}
+        inputs = [f"in{i}" for i in range(n_inputs)]
+        size = rng.uniform(1, 1000, len(inputs))
+        rows = []
+        for d in devices:
+            for i, s in zip(inputs, size):
+                a = 1.0 if (family[d] == "new" and s < 500) else 2.0
+                rows.append([a * rng.uniform(0.95, 1.05), 1.5 * rng.uniform(0.95, 1.05)])
+        times = pd.DataFrame(rows, columns=["a", "b"],
+                             index=pd.MultiIndex.from_product([devices, inputs], names=["device", "input"]))
+        feats = pd.DataFrame({"size": size}, index=inputs)
+        dev = pd.DataFrame({"cores": [10.0, 12, 40, 44, 80, 88], "arch": [family[d] for d in devices]}, index=devices)
+        return Measurements(times, feats, dev), family
+    return make

@@ -37,28 +37,8 @@ def test_best_source_ceiling_is_the_best_sources_own_fastest_variants():
         assert np.isclose(r["targets"][data.devices[t]]["best_source_hindsight"], 100 * manual)
 
 
-def _family_measurements(seed=5, n_inputs=60):
-    """Six devices in three families of two; in family ``new`` variant ``a`` is best on small
-    inputs, elsewhere ``b`` is best everywhere (a behaviour only that family shows)."""
-    rng = np.random.default_rng(seed)
-    devices = [f"dev{i}" for i in range(6)]
-    family = {"dev0": "old", "dev1": "old", "dev2": "mid", "dev3": "mid", "dev4": "new", "dev5": "new"}
-    inputs = [f"in{i}" for i in range(n_inputs)]
-    size = rng.uniform(1, 1000, len(inputs))
-    rows = []
-    for d in devices:
-        for i, s in zip(inputs, size):
-            a = 1.0 if (family[d] == "new" and s < 500) else 2.0
-            rows.append([a * rng.uniform(0.95, 1.05), 1.5 * rng.uniform(0.95, 1.05)])
-    times = pd.DataFrame(rows, columns=["a", "b"],
-                         index=pd.MultiIndex.from_product([devices, inputs], names=["device", "input"]))
-    feats = pd.DataFrame({"size": size}, index=inputs)
-    dev = pd.DataFrame({"cores": [10.0, 12, 40, 44, 80, 88], "arch": [family[d] for d in devices]}, index=devices)
-    return Measurements(times, feats, dev), family
-
-
-def test_holdout_by_family_leaves_the_whole_family_out_of_the_sources():
-    m, family = _family_measurements()
+def test_holdout_by_family_leaves_the_whole_family_out_of_the_sources(family_measurements):
+    m, family = family_measurements()
     r = evaluate(m, methods=["majority", "cvdfs", "trained_on_target"], holdout_by="arch", max_size=1)
     assert r["holdout_by"] == "arch" and r["families"] == family
     # a family's behaviour that no source shows cannot be learnt zero-shot, only on the target
@@ -72,10 +52,10 @@ def test_holdout_by_family_leaves_the_whole_family_out_of_the_sources():
     assert loo["targets"]["dev4"]["cvdfs"] > r["targets"]["dev4"]["cvdfs"]   # its sibling helps
 
 
-def test_few_shot_is_cross_validated_on_its_timed_inputs_and_compared_with_its_measured_quality():
+def test_few_shot_is_cross_validated_on_its_timed_inputs_and_compared_with_its_measured_quality(family_measurements):
     """The few-shot model at 2% is also scored where it was timed, each input chosen for by
     trees fitted without it: the estimate a user gets before anything else runs on the target."""
-    m, _ = _family_measurements(n_inputs=400)          # 200 training inputs, 2%: 4 timed on the target
+    m, _ = family_measurements(n_inputs=400)          # 200 training inputs, 2%: 4 timed on the target
     r = evaluate(m, methods=["few_shot"], holdout_by="arch")
     few = r["few_shot_calibration"]
     assert few["budget"] == 0.02 and few["targets"] == 6 and set(few["predicted"]) == set(r["targets"])
@@ -85,16 +65,16 @@ def test_few_shot_is_cross_validated_on_its_timed_inputs_and_compared_with_its_m
         assert few["measured"][d] == r["targets"][d]["few_shot_2pct"]
     assert few["within_3_points"] == sum(abs(few["predicted"][d] - few["measured"][d]) <= 3 for d in r["targets"])
     assert "predicted (few-shot 2%, CV)" in format_evaluation(r)
-    small = evaluate(_family_measurements()[0], methods=["few_shot"], holdout_by="arch")   # 1 timed input
+    small = evaluate(family_measurements()[0], methods=["few_shot"], holdout_by="arch")   # 1 timed input
     assert small["few_shot_calibration"] == {} and "few-shot 2%, CV" not in format_evaluation(small)
 
 
-def test_leaving_one_device_out_a_device_alone_in_its_family_is_validated_as_tune_from_source_does():
+def test_leaving_one_device_out_a_device_alone_in_its_family_is_validated_as_tune_from_source_does(family_measurements):
     """dev4 is left alone in family ``new`` (dev5, which behaves as it does, is called ``mid``):
     held out alone, its family is new to the sources, so CV-DFS validates without each source's
     family (``mid`` without dev5 fails on it) and the estimate reads it as a new family; a device
     whose sibling is a source, or any device without ``arch``, is validated one source at a time."""
-    m, family = _family_measurements()
+    m, family = family_measurements()
     m.devices.loc["dev5", "arch"] = "mid"
     r = evaluate(m, methods=["cvdfs"], max_size=1)
     grouped = {d: r["details"][d]["cvdfs"]["validated_without_family"] for d in family}
@@ -107,16 +87,16 @@ def test_leaving_one_device_out_a_device_alone_in_its_family_is_validated_as_tun
     assert not any(plain["details"][d]["cvdfs"]["validated_without_family"] for d in family)
 
 
-def test_holdout_by_an_unknown_column_names_the_known_ones():
-    m, _ = _family_measurements()
+def test_holdout_by_an_unknown_column_names_the_known_ones(family_measurements):
+    m, _ = family_measurements()
     with pytest.raises(ValueError, match="no such metadata column.*arch"):
         evaluate(m, methods=["cvdfs"], holdout_by="generation")
 
 
-def test_what_the_split_leaves_out_is_said_and_never_scored_as_a_failure():
+def test_what_the_split_leaves_out_is_said_and_never_scored_as_a_failure(family_measurements):
     """A measured device without features, a cross-kind device that never ran a variant and
     inputs not timed everywhere are left out with a note; kinds tied in number are an error."""
-    m, _ = _family_measurements()
+    m, _ = family_measurements()
     cpu = m.times.xs("dev0", level=0, drop_level=False).rename(index={"dev0": "cpu0"}).assign(b=np.nan)
     ghost = m.times.xs("dev1", level=0, drop_level=False).rename(index={"dev1": "ghost"})
     times = pd.concat([m.times, cpu, ghost]).drop(("dev2", "in7"))
@@ -154,10 +134,10 @@ def test_full_set_svm_leaves_out_a_device_feature_constant_over_the_sources():
         assert r["targets"][d]["full_set_svm"] > 95
 
 
-def test_evaluating_over_splits_reports_each_split_and_their_spread(capsys):
+def test_evaluating_over_splits_reports_each_split_and_their_spread(capsys, family_measurements):
     from nitro.cli import main
     from nitro.evaluate import evaluate_splits, format_splits
-    m, _ = _family_measurements()
+    m, _ = family_measurements()
     r = evaluate_splits(m, [0, 1, 2], methods=["majority", "cvdfs"], max_size=1)
     single = [evaluate(m, seed=s, methods=["majority", "cvdfs"], max_size=1) for s in (0, 1, 2)]
     for n in ("majority", "cvdfs"):
