@@ -306,10 +306,10 @@ def evaluate_splits(m: Measurements, seeds, **options) -> dict:
         means, mins = [r["mean"][n] for r in runs], [r["min"][n] for r in runs]
         summary[n] = {"mean_per_split": means, "min_per_split": mins, "mean": float(np.mean(means)),
                       "sd": float(np.std(means, ddof=1)), "worst": float(np.min(mins))}
-    calibration = [{k: r["calibration"][k] for k in ("within_3_points", "targets")} if r["calibration"] else {}
-                   for r in runs]
+    calibration, few_shot = ([{k: r[key][k] for k in ("within_3_points", "targets")} if r[key] else {} for r in runs]
+                             for key in ("calibration", "few_shot_calibration"))
     return {"seeds": seeds, "holdout_by": runs[0]["holdout_by"], "methods": {n: runs[0]["methods"][n] for n in names},
-            "summary": summary, "calibration": calibration, "runs": runs,
+            "summary": summary, "calibration": calibration, "few_shot_calibration": few_shot, "runs": runs,
             "seconds": time.perf_counter() - started}
 
 
@@ -326,10 +326,11 @@ def format_splits(r: dict) -> str:
         v = r["summary"][n]
         per = "".join(f"{x:>9.2f}" for x in v["mean_per_split"])
         lines.append(f"{LABELS[n]:<{width}}{per}{v['mean']:>9.2f} ± {v['sd']:<4.2f}{v['worst']:>8.1f}")
-    cal = [c for c in r["calibration"] if c]
-    if cal:
-        lines.append("\ncalibration, predicted within 3 points of measured: "
-                     + ", ".join(f"{c['within_3_points']} of {c['targets']}" for c in cal) + " targets")
+    for key, what in (("calibration", "zero-shot estimate"), ("few_shot_calibration", "few-shot 2%, cross-validated")):
+        cal = [c for c in r.get(key, []) if c]
+        if cal:
+            lines.append(f"\ncalibration ({what}), predicted within 3 points of measured: "
+                         + ", ".join(f"{c['within_3_points']} of {c['targets']}" for c in cal) + " targets")
     lines.append(f"total {r['seconds']:.0f} s")
     return "\n".join(lines)
 
