@@ -47,10 +47,12 @@ def plot_evaluation(result: dict, directory) -> list[str]:
     paths.append(str(out / "best_variant_counts.png"))
     fig.savefig(paths[1], dpi=120)
     plt.close(fig)
-    series = [(label, c) for label, c in (
-        ("CV-DFS zero-shot: its estimate, before the target runs anything", result.get("calibration")),
-        (f"few-shot {100 * (result.get('few_shot_calibration') or {}).get('budget', 0):g}%: cross-validated on its "
-         "timed inputs", result.get("few_shot_calibration"))) if c]
+    series = []
+    if result.get("calibration"):
+        series.append(("CV-DFS zero-shot: its estimate, before the target runs anything", result["calibration"]))
+    few = result.get("few_shot_calibration")
+    if few:
+        series.append((f"few-shot {100 * few['budget']:g}%: cross-validated on its timed inputs", few))
     if series:
         fig, ax = plt.subplots(figsize=(5.5, 5.5))
         points = [(label, [(d, c["predicted"][d], c["measured"][d]) for d in c["predicted"] if d in c["measured"]])

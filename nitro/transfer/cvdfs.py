@@ -202,9 +202,9 @@ def cv_dfs(prep: Prepared, candidates=None, max_size: int = 3, k: int = 1, selec
     used = select_subsets(S, cand, selection, k, n_ensemble)
     # each source is held out from the selection too: the subsets its quality is measured with
     # are chosen on the scores of the sources its model is fitted on
-    rows = {t: i for i, t in enumerate(prep.sources)}
-    nested = {t: select_subsets(S[[rows[s] for s in held_out_sources(prep, t, groups)]], cand, selection, k, n_ensemble)
-              for t in prep.sources}
+    row_of = {t: i for i, t in enumerate(prep.sources)}
+    nested = {t: select_subsets(S[[row_of[s] for s in held_out_sources(prep, t, groups)]], cand, selection, k,
+                                n_ensemble) for t in prep.sources}
     kept = sorted({c for s in used for c in s})
     held_out = held_out_results(prep, nested, lam, groups, n_jobs)
     return CVDFSResult(
