@@ -388,8 +388,8 @@ def _few_shot(store, name, prep, t, budget, measure_target, features, provenance
     data = prep.data
     target = data.devices[t]
     recorded = {r.input_id: r for r in store.rows(name, target)}
-    pool = np.arange(len(prep.train))      # nothing to measure with: pick among the inputs recorded there
-    if measure_target is None:
+    pool = np.arange(len(prep.train))
+    if measure_target is None:             # nothing to measure with: pick among the inputs recorded there
         pool = np.flatnonzero([data.inputs[i] in recorded for i in prep.train])
         if not len(pool):
             raise ValueError(f"{name}: a target budget needs the target's timings: {target} has none of the "
