@@ -166,14 +166,31 @@ def text_column(values: pd.Series) -> pd.Series:
                      index=values.index, name=values.name, dtype=object)
 
 
+METADATA_COLUMNS = ("vendor", "kind", "arch")   # always metadata, even when written as numbers
+
+
 def split_device_columns(devices: pd.DataFrame) -> pd.DataFrame:
     """A device table whose numeric columns are floats (device features) and whose other
-    columns are text (metadata: ``vendor``, ``kind``, ``arch``, ...). A column is metadata as
+    columns are text (metadata: :data:`METADATA_COLUMNS` and any other). A column is metadata as
     soon as one non-empty cell is not a number; coercing it instead would turn it into an
     all-NaN feature that learners see."""
-    columns = {c: (pd.to_numeric(devices[c], errors="coerce").astype(float) if is_numeric_column(devices[c])
-                   else text_column(devices[c])) for c in devices.columns}
+    columns = {c: (pd.to_numeric(devices[c], errors="coerce").astype(float)
+                   if c not in METADATA_COLUMNS and is_numeric_column(devices[c]) else text_column(devices[c]))
+               for c in devices.columns}
     return pd.DataFrame(columns, index=devices.index)
+
+
+def mixed_column_notes(devices: pd.DataFrame) -> list[str]:
+    """Notes on device columns that hold numbers and text (``16 GB``): read as metadata, so a
+    figure the user meant as a feature would otherwise vanish without a word."""
+    notes = []
+    for c in devices.columns:
+        text = text_cells(devices[c])
+        numbers = pd.to_numeric(devices[c], errors="coerce").notna().sum()
+        if c not in METADATA_COLUMNS and len(text) and numbers:
+            notes.append(f"device column {c!r} holds text ({text.iloc[0]!r}) beside {numbers} numbers: read as "
+                         "metadata, not a device feature; write plain numbers (one unit per column) to use it")
+    return notes
 
 
 SPARSE_COLUMN = 0.5     # an input-feature column empty on this share of the inputs is left out, not its inputs
@@ -240,6 +257,10 @@ def load_dataset_dir(directory) -> Measurements:
     if "input" not in inputs.columns:
         raise ValueError(f"{directory}/inputs: needs an 'input' column")
     inputs["input"] = inputs["input"].astype(str)
+    repeated = inputs["input"][inputs["input"].duplicated()]
+    if len(repeated):
+        raise ValueError(f"{csv_path(directory, 'inputs')}: input {repeated.iloc[0]!r} appears more than once "
+                         f"({repeated.nunique()} inputs repeated); give each input one row of features")
     inputs = inputs.set_index("input")
     values = inputs.apply(pd.to_numeric, errors="coerce").astype(float)
     empty = ~np.isfinite(values.to_numpy())
@@ -252,13 +273,21 @@ def load_dataset_dir(directory) -> Measurements:
     notes += not_positive_note(not_positive)
     inputs = values.loc[~bad, kept]
     times = times[times.index.get_level_values(1).isin(inputs.index)]
-    return Measurements(times.sort_index(), inputs.sort_index(), load_devices(directory), notes)
+    devices = load_devices(directory, raw=True)
+    notes += mixed_column_notes(devices)
+    return Measurements(times.sort_index(), inputs.sort_index(), split_device_columns(devices), notes)
 
 
-def load_devices(directory: Path) -> pd.DataFrame:
-    """``devices.csv[.gz]`` indexed by device: numeric columns are features, text is metadata."""
+def load_devices(directory: Path, raw: bool = False) -> pd.DataFrame:
+    """``devices.csv[.gz]`` indexed by device: numeric columns are features, text is metadata
+    (``raw``: the cells as read, for :func:`mixed_column_notes`)."""
     devices = _read_csv(directory, "devices")
     if "device" not in devices.columns:
         raise ValueError(f"{directory}/devices: needs a 'device' column")
     devices["device"] = devices["device"].astype(str)
-    return split_device_columns(devices.set_index("device"))
+    repeated = devices["device"][devices["device"].duplicated()]
+    if len(repeated):
+        raise ValueError(f"{csv_path(directory, 'devices')}: device {repeated.iloc[0]!r} appears more than once "
+                         f"({repeated.nunique()} devices repeated); give each device one row")
+    devices = devices.set_index("device")
+    return devices if raw else split_device_columns(devices)

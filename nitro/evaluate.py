@@ -89,6 +89,39 @@ def holdout_families(m: Measurements, holdout_by: str) -> dict[str, str]:
     return {d: v for d, v in m.device_metadata(holdout_by).items() if v is not None}
 
 
+MIN_SOURCES = 3   # CV-DFS holds each source out in turn and fits on the others
+
+
+def _enough_sources(idx: list[int], group: dict[int, str], holdout_by: str, names: list[str]) -> tuple[list[int], list[str]]:
+    """The targets among ``idx`` whose held-out family leaves at least :data:`MIN_SOURCES` sources,
+    and a note on each family that does not (its devices are not evaluated; ``names``: device
+    index → name); an error when none does."""
+    kept, notes = [], []
+    for family in dict.fromkeys(group[t] for t in idx):
+        members = [t for t in idx if group[t] == family]
+        n = sum(group[s] != family for s in idx)
+        if n >= MIN_SOURCES:
+            kept += members
+        else:
+            notes.append(f"not evaluated: {', '.join(names[t] for t in members)} (holding out {holdout_by} "
+                         f"{family!r} leaves {n} source device{'s' * (n != 1)}; cross-device methods need "
+                         f"{MIN_SOURCES})")
+    if not kept:
+        raise ValueError(f"holding out by {holdout_by} leaves fewer than {MIN_SOURCES} source devices for every "
+                         f"target ({'; '.join(notes)}); use --holdout-by device or add devices")
+    return sorted(kept), notes
+
+
+def _few_shot_budget_note(n_train: int) -> list[str]:
+    """A note where few-shot budgets time the same number of inputs (few training inputs), so
+    that rows labelled with different shares are read as the same experiment."""
+    counts = {b: max(1, round(b * n_train)) for b in FEW_SHOT_BUDGETS}
+    if len(set(counts.values())) == len(counts):
+        return []
+    shares = ", ".join(f"{100 * b:g}%: {n}" for b, n in counts.items())
+    return [f"few-shot budgets in inputs timed on the target, of {n_train} training inputs: {shares}"]
+
+
 def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, seed: int = 0):
     """The evaluation's data and split: ``(data, main, others, train, test, notes)`` with
     ``main`` the device indices of the largest kind, ``others`` the cross-kind device ids,
@@ -98,6 +131,10 @@ def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, 
     timed one of the kept variants (its choices could not be scored)."""
     notes = list(m.notes)
     devices = list(devices) if devices else m.device_ids
+    if not m.device_feature_names:
+        raise ValueError("devices.csv has no numeric device-feature column (only "
+                         f"{', '.join(['device', *m.metadata_names])}): cross-device transfer describes each device "
+                         "by figures such as its bandwidth, cores and clock; add them as numeric columns")
     featureless = [d for d in devices if d not in m.devices.index
                    or not np.isfinite(m.devices.loc[d, m.device_feature_names].to_numpy(dtype=float)).any()]
     if featureless:
@@ -105,7 +142,8 @@ def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, 
         devices = [d for d in devices if d not in featureless]
     main, others = _groups(m, devices)
     if len(main) < 4:
-        raise ValueError(f"leave-one-device-out needs at least 4 devices of one kind, got {main}")
+        apart = f" (devices.csv's 'kind' sets apart {', '.join(others)}; --devices names the ones to use)" if others else ""
+        raise ValueError(f"leave-one-device-out needs at least 4 devices of one kind, got {main}{apart}")
     untimed = untimed_variants(m, main)
     variants = list(variants) if variants else [v for v in m.variants if v not in untimed]
     notes += [f"left out variant {v}: never timed on {', '.join(untimed[v])}" for v in m.variants
@@ -126,6 +164,12 @@ def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, 
             notes.append(f"device feature {f} unknown on {', '.join(unknown)}: not used where "
                          f"{'that device is' if len(unknown) == 1 else 'those devices are'} involved")
     idx = [data.device_index(d) for d in main]
+    D = data.D[idx]
+    same = [f for j, f in enumerate(data.device_features) if np.isfinite(D[:, j]).all() and np.ptp(D[:, j]) == 0]
+    if same and len(same) == len(data.device_features):
+        notes.append("no device feature differs between the devices: cross-device models see them all alike")
+    elif same:
+        notes.append(f"device feature{'s' * (len(same) > 1)} {', '.join(same)} the same on every device: no help in telling them apart")
     complete = data.complete_inputs(main)
     if len(complete) < 20:
         raise ValueError(f"only {len(complete)} inputs are timed for every variant on every device; "
@@ -160,10 +204,18 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
     data, idx, others, train, test, notes = split(m, variants, devices, test_size, seed)
     main, variants = [data.devices[i] for i in idx], data.variants
     group = {i: family.get(data.devices[i], data.devices[i]) for i in range(len(data.devices))}
+    evaluated, skipped = _enough_sources(idx, group, holdout_by, data.devices)
+    notes += skipped
+    if "few_shot" in methods:
+        notes += _few_shot_budget_note(len(train))
     # validation as tune_from_source does it: without each source's family where the target's is
-    # new (by the held-out column, or leaving one device out by `arch` when every device has one)
+    # new (by the held-out column, or leaving one device out by `arch` where the target has one)
     arch = m.device_metadata("arch") or {}
     lineage = {i: arch.get(d) for i, d in enumerate(data.devices)} if holdout_by == "device" else group
+    column = "arch" if holdout_by == "device" else holdout_by
+    unlabelled = [d for d in main if (arch if holdout_by == "device" else family).get(d) is None]
+    if unlabelled and (arch or holdout_by != "device"):
+        notes.append(f"{column} unknown on {', '.join(unlabelled)}: each is a family of its own")
 
     on_device = {}
     if {"majority", "trained_on_target"} & set(methods):
@@ -232,12 +284,8 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
         comparison = compare_selectors(data, idx, train, test, selectors, cross_features=cross_features,
                                        max_size=max_size, n_jobs=n_jobs, progress=progress)
     targets, details = {}, {}
-    for t in progress_bar(idx, desc="targets", unit="device", enabled=progress):
-        sources = [s for s in idx if group[s] != group[t]]
-        if len(sources) < 3:
-            raise ValueError(f"holding out {holdout_by} {group[t]!r} leaves {len(sources)} source devices; "
-                             "cross-device methods need at least 3")
-        targets[data.devices[t]], details[data.devices[t]] = run_target(t, sources)
+    for t in progress_bar(evaluated, desc="targets", unit="device", enabled=progress):
+        targets[data.devices[t]], details[data.devices[t]] = run_target(t, [s for s in idx if group[s] != group[t]])
     cross = {}
     for o in others:
         t = data.device_index(o)

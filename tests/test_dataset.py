@@ -48,6 +48,26 @@ def test_a_numeric_column_with_empty_cells_stays_numeric(tmp_path):
     assert "l2_cache_kb" in TransferData.from_measurements(m).device_features
 
 
+def test_vendor_kind_and_arch_are_metadata_even_as_numbers_and_mixed_columns_are_named(tmp_path):
+    """``arch: 70`` (a compute capability) is a family, not a figure; ``16 GB`` beside plain
+    numbers makes its column metadata, and the note says so."""
+    write_dataset(tmp_path, {"arch": [70, 80, 80], "mem": ["16 GB", "32", "40"], "cores": [1, 2, 3]})
+    m = load_dataset_dir(tmp_path)
+    assert m.device_feature_names == ["cores"] and m.device_metadata("arch") == {"d0": "70", "d1": "80", "d2": "80"}
+    assert any("device column 'mem' holds text ('16 GB') beside 2 numbers" in n for n in m.notes)
+    assert not any("'arch'" in n for n in m.notes)
+
+
+@pytest.mark.parametrize("stem, repeated", [("devices", "device 'd1'"), ("inputs", "input 'i2'")])
+def test_a_device_or_input_given_twice_is_refused_by_name(tmp_path, stem, repeated):
+    """Two rows of one device (or input) would have one silently win, or crash later."""
+    write_dataset(tmp_path, {"cores": [1, 2, 3]})
+    table = pd.read_csv(tmp_path / f"{stem}.csv")
+    pd.concat([table, table.iloc[[len(table) - 2]]]).to_csv(tmp_path / f"{stem}.csv", index=False)
+    with pytest.raises(ValueError, match=f"{stem}.csv: {repeated} appears more than once"):
+        load_dataset_dir(tmp_path)
+
+
 @pytest.mark.dataset
 def test_the_shared_spmv_devices_keep_their_architecture(spmv_dataset):
     m = load_dataset_dir(spmv_dataset)

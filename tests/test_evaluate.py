@@ -87,6 +87,43 @@ def test_leaving_one_device_out_a_device_alone_in_its_family_is_validated_as_tun
     assert not any(plain["details"][d]["cvdfs"]["validated_without_family"] for d in family)
 
 
+def test_a_family_that_leaves_too_few_sources_is_skipped_with_a_note(family_measurements):
+    """Held out, family ``old`` (four devices) leaves two sources, too few for CV-DFS: its devices
+    are not evaluated and the note says why; one family for every device is an error."""
+    m, family = family_measurements()
+    m.devices["arch"] = ["old"] * 4 + ["new"] * 2
+    r = evaluate(m, methods=["majority", "cvdfs"], holdout_by="arch", max_size=1)
+    assert set(r["targets"]) == {"dev4", "dev5"}
+    assert "not evaluated: dev0, dev1, dev2, dev3 (holding out arch 'old' leaves 2 source devices; " \
+           "cross-device methods need 3)" in r["notes"]
+    m.devices["arch"] = "one"
+    with pytest.raises(ValueError, match="leaves fewer than 3 source devices for every target.*--holdout-by device"):
+        evaluate(m, methods=["cvdfs"], holdout_by="arch")
+
+
+def test_a_device_without_a_family_is_a_family_of_its_own_and_said_so(family_measurements):
+    m, _ = family_measurements()
+    m.devices.loc["dev5", "arch"] = None
+    r = evaluate(m, methods=["cvdfs"], max_size=1)
+    assert "arch unknown on dev5: each is a family of its own" in r["notes"]
+    assert r["details"]["dev4"]["cvdfs"]["validated_without_family"]     # dev5 does not count as its sibling
+
+
+def test_devices_without_numeric_features_or_alike_in_all_of_them_are_said_so(family_measurements):
+    m, _ = family_measurements()
+    with pytest.raises(ValueError, match="devices.csv has no numeric device-feature column .*device, arch"):
+        split(Measurements(m.times, m.inputs, m.devices[["arch"]]))
+    *_, notes = split(Measurements(m.times, m.inputs, m.devices.assign(cores=8.0)))
+    assert "no device feature differs between the devices: cross-device models see them all alike" in notes
+
+
+def test_few_shot_budgets_that_time_the_same_inputs_are_said_so():
+    from nitro.evaluate import _few_shot_budget_note
+    assert _few_shot_budget_note(1069) == []
+    assert _few_shot_budget_note(30) == ["few-shot budgets in inputs timed on the target, of 30 training inputs: "
+                                         "0.5%: 1, 1%: 1, 2%: 1, 5%: 2, 10%: 3"]
+
+
 def test_holdout_by_an_unknown_column_names_the_known_ones(family_measurements):
     m, _ = family_measurements()
     with pytest.raises(ValueError, match="no such metadata column.*arch"):

@@ -70,11 +70,14 @@ def subsets_upto(items: list, max_size: int) -> list[tuple]:
 
 def family_groups(family: Mapping[int, str | None], sources: list[int], target: int) -> dict[int, str] | None:
     """The ``groups`` to validate a ``target`` without each source's family: source → family
-    where every device's ``family`` is known and no source shares the target's (a new family,
-    the case to validate as it will be used); ``None`` otherwise."""
-    if any(family.get(d) is None for d in [target, *sources]) or family[target] in {family[s] for s in sources}:
+    where the target's ``family`` is known and no source's known family is the target's (a new
+    family, the case to validate as it will be used); ``None`` otherwise. A source of unknown
+    family is a family of its own (left out of the mapping), so one unlabelled device does not
+    switch the new-family validation off for every target."""
+    known = {s: family[s] for s in sources if family.get(s) is not None}
+    if family.get(target) is None or family[target] in known.values():
         return None
-    return {s: family[s] for s in sources}
+    return known
 
 
 def held_out_sources(prep: Prepared, temp: int, groups: Mapping[int, str] | None) -> list[int]:

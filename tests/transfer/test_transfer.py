@@ -89,6 +89,15 @@ def test_select_subsets_by_mean_score_or_by_the_features_of_each_best_subset():
     assert select_subsets(S, cand, "frequency", k=2, n_ensemble=1) == [(0, 1)]
 
 
+def test_a_new_family_is_validated_by_family_even_where_some_source_has_none():
+    """A source without a family is a family of its own; only the target's must be known."""
+    from nitro.transfer.cvdfs import family_groups
+    family = {0: "x", 1: "y", 2: "y", 3: None, 4: "z"}
+    assert family_groups(family, [1, 2, 3, 4], 0) == {1: "y", 2: "y", 4: "z"}
+    assert family_groups(family, [0, 2, 3, 4], 1) is None                 # y is a source's family
+    assert family_groups(family, [0, 1, 2, 4], 3) is None                 # the target's is unknown
+
+
 @pytest.mark.parametrize("grouped", [False, True])
 def test_each_source_held_out_is_scored_with_subsets_chosen_without_it(grouped):
     """The held-out quality estimates the whole procedure on a new device: the subsets a
