@@ -56,7 +56,8 @@ def cmd_store_export(args):
 def cmd_store_import(args):
     from .store.csv_io import import_computation
     result = import_computation(_store(args), args.computation, args.directory,
-                                variants=args.variants.split(",") if args.variants else None)
+                                variants=args.variants.split(",") if args.variants else None,
+                                update_devices=args.update_devices)
     _emit(args, result, "\n".join([f"imported {result['rows']} rows on {result['devices']} devices as {args.computation!r}",
                                     *(f"note: {n}" for n in result["notes"])]))
 
@@ -436,6 +437,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("directory")
     p.add_argument("computation")
     p.add_argument("--variants", help="comma-separated variants to keep (default: all)")
+    p.add_argument("--update-devices", action="store_true",
+                   help="overwrite stored device features/metadata that devices.csv gives other values "
+                        "(shared by every computation; without it such a difference is an error)")
     p.set_defaults(func=cmd_store_import)
 
     bundle = sub.add_parser("bundle", help="ship models in one file").add_subparsers(dest="bundle_command", required=True)

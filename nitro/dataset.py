@@ -225,11 +225,42 @@ def text_examples(frame: pd.DataFrame) -> dict[str, str]:
     return {c: cells.iloc[0] for c in frame.columns if len(cells := text_cells(frame[c]))}
 
 
-def run_times(values) -> tuple[pd.Series, int]:
+@dataclass
+class DroppedTimes:
+    """How many ``time_s`` cells held no usable time, by why (summed over a file's chunks)."""
+    not_positive: int = 0     # zero or negative: read as failed runs
+    empty: int = 0            # empty or NaN
+    infinite: int = 0
+    text: int = 0
+    example: str | None = None    # one text cell, to show
+
+    def __iadd__(self, other: "DroppedTimes") -> "DroppedTimes":
+        self.not_positive += other.not_positive
+        self.empty += other.empty
+        self.infinite += other.infinite
+        self.text += other.text
+        self.example = self.example if self.example is not None else other.example
+        return self
+
+    def notes(self) -> list[str]:
+        kinds = [f"{n} {what}" for n, what in ((self.empty, "empty or NaN"), (self.infinite, "infinite"),
+                                               (self.text, f"text such as {self.example!r}")) if n]
+        no_number = self.empty + self.infinite + self.text
+        return not_positive_note(self.not_positive) + (
+            [f"{no_number} measurements have a time_s that is no finite number ({', '.join(kinds)}): dropped"]
+            if kinds else [])
+
+
+def run_times(values: pd.Series) -> tuple[pd.Series, DroppedTimes]:
     """A ``time_s`` column as seconds, NaN where it holds no finite positive number (a failed or
-    missing run), and how many of its times were zero or negative (:func:`not_positive_note`)."""
+    missing run), and what it dropped, by why."""
     time = pd.to_numeric(values, errors="coerce").astype(float)
-    return time.where(np.isfinite(time) & (time > 0)), int((time <= 0).sum())
+    words = text_cells(values)
+    words = words[words.str.casefold() != "nan"]          # a written NaN: no time, not text
+    dropped = DroppedTimes(not_positive=int((time <= 0).sum()), empty=int(time.isna().sum()) - len(words),
+                           infinite=int(np.isinf(time).sum()), text=len(words),
+                           example=None if words.empty else words.iloc[0])
+    return time.where(np.isfinite(time) & (time > 0)), dropped
 
 
 def not_positive_note(count: int, what: str = "time_s") -> list[str]:
@@ -246,7 +277,7 @@ def load_dataset_dir(directory) -> Measurements:
     need = {"device", "input", "variant", "time_s"}
     if not need <= set(meas.columns):
         raise ValueError(f"{directory}/measurements: needs columns {sorted(need)}, has {list(meas.columns)}")
-    meas["time_s"], not_positive = run_times(meas["time_s"])
+    meas["time_s"], dropped = run_times(meas["time_s"])
     meas = meas.dropna(subset=["device", "input", "variant"])   # a row naming nothing is dropped
     for col in ("device", "input", "variant"):
         meas[col] = meas[col].astype(str)
@@ -270,7 +301,7 @@ def load_dataset_dir(directory) -> Measurements:
     empty = empty[:, [values.columns.get_loc(c) for c in kept]]
     bad = empty.any(axis=1)
     notes += dropped_inputs_note(kept, empty.sum(axis=0), int(bad.sum()), len(values))
-    notes += not_positive_note(not_positive)
+    notes += dropped.notes()
     inputs = values.loc[~bad, kept]
     times = times[times.index.get_level_values(1).isin(inputs.index)]
     devices = load_devices(directory, raw=True)

@@ -109,7 +109,9 @@ def test_empty_tables_are_refused_before_anything_is_written(store, tmp_path, em
     for name, text in tables.items():
         (tmp_path / f"{name}.csv").write_text(text)
     if empty == "devices":                                          # devices are optional data
-        assert import_computation(store, "x", tmp_path) == {"devices": 1, "rows": 1, "notes": []}
+        assert import_computation(store, "x", tmp_path) == {"devices": 1, "rows": 1, "notes": [
+            "device 'd1' has no row in devices.csv: its rows are stored without device features; "
+            "tune-from-source cannot use it as a source until its features are recorded"]}
         return
     with pytest.raises(ValueError, match=str(tmp_path)):
         import_computation(store, "x", tmp_path)

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import difflib
 import itertools
 import json
+import math
 import sqlite3
 import statistics
 import tempfile
@@ -18,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..dataset import (csv_path, device_feature_names, dropped_inputs_note, input_columns, load_devices,
-                       not_positive_note, read_csv_chunks, run_times, text_examples)
+from ..dataset import (DroppedTimes, csv_path, device_feature_names, dropped_inputs_note, input_columns, load_devices,
+                       mixed_column_notes, read_csv_chunks, run_times, split_device_columns, text_examples)
 from ..measurement import TrainingRow
 from .redis_store import Store
 
@@ -99,7 +101,8 @@ def _write_csv(path: Path, header: list[str], cursor) -> int:
 
 
 # -- import -------------------------------------------------------------------------------------
-def import_computation(store: Store, computation: str, directory, variants=None, features=None) -> dict:
+def import_computation(store: Store, computation: str, directory, variants=None, features=None,
+                       update_devices: bool = False) -> dict:
     """Read a dataset directory into the store under ``computation``, as
     :func:`nitro.dataset.load_dataset_dir` reads it (repeated measurements: their median; inputs
     with a non-finite feature dropped), streamed: the CSV files go :data:`CHUNK` lines at a time
@@ -112,17 +115,25 @@ def import_computation(store: Store, computation: str, directory, variants=None,
     other row is touched. Running the same import again completes it, with the result of one
     import. Into a computation already stored, a directory whose variants are among the stored
     ones is read with the stored variants and features (a device that never timed a variant, as
-    a recording where it failed on every input, joins with no time for it)."""
+    a recording where it failed on every input, joins with no time for it), and a re-imported
+    row keeps the stored times of the variants the directory does not time for that input.
+
+    Every ``devices.csv`` row is recorded (a device without measurements is a zero-shot target).
+    Device records are shared by all computations: a value that differs from the stored one is
+    an error, before anything is written, unless ``update_devices`` (then it is overwritten and
+    noted); features and metadata the store lacks are added."""
     directory = Path(directory)
     if not directory.is_dir():
         raise FileNotFoundError(f"dataset directory {directory} does not exist")
     profiles = _read_profiles(directory / "profiles.json", str)
     proxies = _read_profiles(directory.parent / "proxy_profiles.json", int)
     with _scratch() as db:
-        found, not_positive = _spool_measurements(db, directory)
+        found, dropped = _spool_measurements(db, directory)
         columns, notes = _spool_inputs(db, directory)
-        notes += not_positive_note(not_positive)
-        devices = load_devices(directory)
+        notes += dropped.notes()
+        devices = load_devices(directory, raw=True)
+        notes += mixed_column_notes(devices)
+        devices = split_device_columns(devices)
         stored = store.meta(computation) if computation in store.computations() else None
         if stored and not variants and set(found) <= set(stored["variants"]):
             variants = stored["variants"]     # a device that never timed some variant joins the computation
@@ -147,15 +158,109 @@ def import_computation(store: Store, computation: str, directory, variants=None,
             "JOIN chosen c ON c.variant = m.variant WHERE m.time IS NOT NULL)").fetchone()
         if not written:
             raise ValueError(f"{directory}: no input has both finite features and a measurement")
+        records, device_notes = _device_writes(store, directory, devices, update_devices)
+        notes += device_notes + _unmeasured_note(devices, measured) + \
+            [_unlisted_note(store, d, list(devices.index)) for d in measured
+             if d not in devices.index and store.device(d, missing_ok=True) is None]
+        with_rows = set(store.devices(computation)) if stored else set()
         store.declare(computation, variants, features)
-        for device in measured:
-            if device in devices.index:
-                record, metadata = _device_record(devices, device)
+        for device, (record, metadata) in records.items():
+            if record:
                 store.put_device(device, record, replace=False)
+            if metadata:
                 store.put_device_metadata(device, metadata)
-            store.put_rows(computation, device, _rows(db, device, [columns[f] for f in features], features, variants))
+        db.execute("CREATE TABLE stored (input TEXT PRIMARY KEY, times TEXT, failed TEXT) WITHOUT ROWID")
+        merged = {"rows": 0, "variants": set()}
+        for device in measured:
+            with db:
+                db.execute("DELETE FROM stored")
+            if device in with_rows:
+                _spool_stored(db, store, computation, device)
+            store.put_rows(computation, device, _rows(db, device, [columns[f] for f in features], features,
+                                                      variants, merged))
+    if merged["rows"]:
+        notes.append(f"{merged['rows']} stored rows merged: they keep their stored times of variants this "
+                     f"directory does not time for their input ({', '.join(sorted(merged['variants']))})")
     notes += _import_profiles(store, computation, directory, measured, profiles, proxies)
     return {"devices": len(measured), "rows": written, "notes": notes}
+
+
+SHOWN = 5       # differing device values an error names
+
+
+def _device_writes(store: Store, directory: Path, devices: pd.DataFrame, update: bool) -> tuple[dict, list[str]]:
+    """``{device: (features, metadata)}`` to write for every ``devices.csv`` row: the values the
+    store lacks, and those that differ from its records (an error, unless ``update``: then
+    overwritten, with a note per device), since every computation's models read them."""
+    writes, changes = {}, {}
+    for device in devices.index:
+        record, metadata = _device_record(devices, device)
+        old_record, old_metadata = store.device(device, missing_ok=True) or {}, store.device_metadata(device)
+        new_record, new_metadata = {}, {}
+        for name, rec in record.items():
+            old = old_record.get(name, {})
+            if old.get("value") is None:
+                new_record[name] = rec
+            elif not _same(old["value"], rec["value"]):
+                changes.setdefault(device, []).append((name, old["value"], rec["value"]))
+                new_record[name] = {**rec, "unit": old.get("unit") or rec["unit"]}
+        for name, value in metadata.items():
+            if name not in old_metadata:
+                new_metadata[name] = value
+            elif old_metadata[name] != value:
+                changes.setdefault(device, []).append((name, old_metadata[name], value))
+                new_metadata[name] = value
+        if new_record or new_metadata:
+            writes[device] = (new_record, new_metadata)
+    listed = [(d, *c) for d, cs in changes.items() for c in cs]
+    if listed and not update:
+        shown = "; ".join(f"{d} {name}: stored {old!r}, new {new!r}" for d, name, old, new in listed[:SHOWN])
+        more = f" (and {len(listed) - SHOWN} more)" if len(listed) > SHOWN else ""
+        raise ValueError(f"{csv_path(directory, 'devices')}: {len(listed)} device values differ from the store's "
+                         f"device records, which the models of every computation use: {shown}{more}; nothing "
+                         "was written. To overwrite the stored records import with update_devices=True "
+                         "(nitro store import --update-devices); to keep them, make devices.csv agree "
+                         "or leave those cells empty")
+    return writes, [f"device {d} record updated: " + ", ".join(f"{name} {old!r} -> {new!r}" for name, old, new in cs)
+                    for d, cs in changes.items()]
+
+
+def _same(old, new) -> bool:
+    """Whether a stored device value and a new one agree (numbers: up to float rounding)."""
+    if isinstance(old, (int, float)) and isinstance(new, (int, float)):
+        return math.isclose(old, new, rel_tol=1e-9)
+    return old == new
+
+
+def _unmeasured_note(devices: pd.DataFrame, measured: list[str]) -> list[str]:
+    """The note naming the ``devices.csv`` rows recorded without measurements here."""
+    measured = set(measured)
+    names = [d for d in devices.index if d not in measured and any(_device_record(devices, d))]
+    if not names:
+        return []
+    shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+    return [f"{len(names)} devices of devices.csv have no measurements here ({shown}): their features and "
+            "metadata are recorded, for tuning from sources"]
+
+
+def _unlisted_note(store: Store, device: str, listed: list[str]) -> str:
+    """The note on a measured device that ``devices.csv`` lacks (and the store has no features
+    of), with the listed names it may be a misspelling of."""
+    key = "".join(device.split()).casefold()
+    guesses = ([d for d in listed if "".join(d.split()).casefold() == key]
+               or difflib.get_close_matches(device, listed, n=1))
+    hint = f" (did you mean {' or '.join(map(repr, guesses))}?)" if guesses else ""
+    return (f"device {device!r} has no row in devices.csv{hint}: its rows are stored without device features; "
+            "tune-from-source cannot use it as a source until its features are recorded")
+
+
+def _spool_stored(db: sqlite3.Connection, store: Store, computation: str, device: str):
+    """The device's stored rows' times and failure reasons into table ``stored``, one store
+    batch at a time, to merge with the rows being imported."""
+    for batch in store.scan_rows(computation, device):
+        with db:       # HSCAN may give an input twice: the later is as new
+            db.executemany("INSERT OR REPLACE INTO stored VALUES (?, ?, ?)",
+                           ((r.input_id, json.dumps(r.times), json.dumps(r.failed)) for r in batch))
 
 
 def _read_profiles(path: Path, second: type) -> dict | None:
@@ -200,24 +305,23 @@ def _import_profiles(store: Store, computation: str, directory: Path, measured: 
     return notes
 
 
-def _spool_measurements(db: sqlite3.Connection, directory: Path) -> tuple[list[str], int]:
+def _spool_measurements(db: sqlite3.Connection, directory: Path) -> tuple[list[str], DroppedTimes]:
     """``measurements.csv`` into table ``meas`` (device, input, variant, time: NULL where not a
-    finite, positive number); the variants with a time, sorted, and how many times were zero
-    or negative."""
+    finite, positive number); the variants with a time, sorted, and the times dropped, by why."""
     db.execute("CREATE TABLE meas (device TEXT, input TEXT, variant TEXT, time REAL)")
-    need, found, not_positive = {"device", "input", "variant", "time_s"}, set(), 0
+    need, found, dropped = {"device", "input", "variant", "time_s"}, set(), DroppedTimes()
     for chunk in read_csv_chunks(directory, "measurements", CHUNK):
         if not need <= set(chunk.columns):
             raise ValueError(f"{directory}/measurements: needs columns {sorted(need)}, has {list(chunk.columns)}")
         chunk = chunk.dropna(subset=["device", "input", "variant"])   # a row naming nothing is dropped
         time, bad = run_times(chunk["time_s"])                          # NaN: stored as NULL
-        not_positive += bad
+        dropped += bad
         found.update(chunk["variant"][time.notna()].unique().tolist())
         with db:
             db.executemany("INSERT INTO meas VALUES (?, ?, ?, ?)",
                            zip(*(chunk[c].tolist() for c in ("device", "input", "variant")), time.tolist()))
     db.execute("CREATE INDEX meas_by_device ON meas (device, input)")
-    return sorted(found), not_positive
+    return sorted(found), dropped
 
 
 def _spool_inputs(db: sqlite3.Connection, directory: Path) -> tuple[dict[str, str], list[str]]:
@@ -266,18 +370,28 @@ def _repeated(db: sqlite3.Connection, ids: pd.Series) -> str:
     return next(i for i in ids if db.execute("SELECT 1 FROM inputs WHERE input = ?", (i,)).fetchone())
 
 
-def _rows(db: sqlite3.Connection, device: str, columns: list[str], features: list[str], variants: list[str]):
+def _rows(db: sqlite3.Connection, device: str, columns: list[str], features: list[str], variants: list[str],
+          merged: dict):
     """The device's training rows, in input order: each input's chosen features, and each chosen
-    variant's time (the median of its measurements; None where it has none)."""
-    query = (f"SELECT m.input, m.variant, m.time, {', '.join('i.' + c for c in columns)} FROM meas m "
-             "JOIN inputs i ON i.input = m.input JOIN chosen c ON c.variant = m.variant "
-             "WHERE m.device = ? AND m.time IS NOT NULL ORDER BY m.input")
+    variant's time (the median of its measurements); a variant it has none of keeps the time
+    and failure reason of the input's row in table ``stored``, if any (counted in ``merged``)."""
+    query = (f"SELECT m.input, m.variant, m.time, s.times, s.failed, {', '.join('i.' + c for c in columns)} "
+             "FROM meas m JOIN inputs i ON i.input = m.input JOIN chosen c ON c.variant = m.variant "
+             "LEFT JOIN stored s ON s.input = m.input WHERE m.device = ? AND m.time IS NOT NULL ORDER BY m.input")
     for input_id, group in itertools.groupby(db.execute(query, (device,)), key=itemgetter(0)):
         samples: dict[str, list[float]] = {}
-        for first in group:     # every line of the group holds the input's features
+        for first in group:     # every line of the group holds the input's features and stored row
             samples.setdefault(first[1], []).append(first[2])
-        yield TrainingRow(input_id, dict(zip(features, first[3:])),
-                          {v: statistics.median(samples[v]) if v in samples else None for v in variants})
+        times = {v: statistics.median(samples[v]) if v in samples else None for v in variants}
+        failed = {}
+        if first[3] is not None:
+            old_times, old_failed = json.loads(first[3]), json.loads(first[4])
+            kept = [v for v in variants if v not in samples and (old_times.get(v) is not None or v in old_failed)]
+            times.update((v, old_times.get(v)) for v in kept)
+            failed = {v: old_failed[v] for v in kept if v in old_failed}
+            merged["rows"] += bool(kept)
+            merged["variants"].update(kept)
+        yield TrainingRow(input_id, dict(zip(features, first[5:])), times, failed)
 
 
 def _device_record(devices: pd.DataFrame, device: str) -> tuple[dict, dict]:

@@ -130,7 +130,8 @@ def test_streamed_import_reads_what_load_dataset_dir_reads(store, tmp_path, monk
                          "input column 'group' holds text ('g'): not an input feature",
                          "input column 'sparse' is empty or not finite on 9 of 12 inputs: left out",
                          "1 of 12 inputs left out: an empty or non-finite input feature (N: 1)",
-                         "2 measurements have a time_s of zero or less: read as failed runs"]
+                         "2 measurements have a time_s of zero or less: read as failed runs",
+                         "1 measurements have a time_s that is no finite number (1 text such as 'fast'): dropped"]
     assert store.meta("t") == {"variants": ["a", "b"], "features": ["N", "S"]} == \
         {"variants": ref.variants, "features": list(ref.inputs.columns)}
     assert store.devices("t") == ["007", "d2"] == ref.device_ids
@@ -218,3 +219,125 @@ def test_a_device_that_never_timed_a_variant_joins_the_stored_computation(store,
     assert store.meta("joined")["variants"] == ["a", "b"]
     rows = store.rows("joined", "partial")
     assert len(rows) == 2 and all(r.times["b"] is None and r.best == "a" for r in rows)
+
+
+def _folder(directory, devices, times, inputs=("i0", "i1", "i2")):
+    """A dataset directory: ``devices`` (rows of devices.csv), ``times`` ({(device, input,
+    variant): time_s}) and inputs whose feature N is their position."""
+    directory.mkdir()
+    pd.DataFrame(devices).to_csv(directory / "devices.csv", index=False)
+    pd.DataFrame({"input": list(inputs), "N": [float(k) for k in range(len(inputs))]}).to_csv(
+        directory / "inputs.csv", index=False)
+    pd.DataFrame([{"device": d, "input": i, "variant": v, "time_s": t} for (d, i, v), t in times.items()]).to_csv(
+        directory / "measurements.csv", index=False)
+    return directory
+
+
+def test_a_reimport_timing_some_variants_keeps_the_stored_times_of_the_others(store, tmp_path, monkeypatch):
+    """Re-importing 3 of 5 variants replaces those times and keeps the other 2 (and a stored
+    failure reason) of the same device and input; other inputs and devices are untouched."""
+    from nitro.store import Store
+    monkeypatch.setattr(Store, "BATCH", 2)          # the stored rows are read, and written, in many batches
+    five, inputs = ["a", "b", "c", "d", "e"], [f"i{k}" for k in range(5)]
+    devices = {"device": ["g1", "g2"], "cores": [4.0, 8.0]}
+    _folder(tmp_path / "all", devices, {(d, i, v): 1.0 + k for d in ("g1", "g2") for i in inputs
+                                        for k, v in enumerate(five)}, inputs)
+    import_computation(store, "spmv", tmp_path / "all")
+    store.put_row("spmv", "g1", TrainingRow("i0", {"N": 0.0}, {**dict.fromkeys(five, 1.0), "e": None},
+                                            {"e": "wrong result"}))
+    before = {d: store.rows("spmv", d) for d in ("g1", "g2")}
+    _folder(tmp_path / "some", devices, {("g1", i, v): 10.0 for i in inputs[:3] + ["i9"] for v in ("a", "b", "c")},
+            inputs + ["i9"])
+    result = import_computation(store, "spmv", tmp_path / "some")
+    rows = {r.input_id: r for r in store.rows("spmv", "g1")}
+    assert rows["i1"].times == {"a": 10.0, "b": 10.0, "c": 10.0, "d": 4.0, "e": 5.0}
+    assert rows["i0"].times == {"a": 10.0, "b": 10.0, "c": 10.0, "d": 1.0, "e": None}
+    assert rows["i0"].failed == {"e": "wrong result"}
+    assert rows["i9"].times == {"a": 10.0, "b": 10.0, "c": 10.0, "d": None, "e": None}    # new: nothing to keep
+    assert [rows[i] for i in inputs[3:]] == before["g1"][3:] and store.rows("spmv", "g2") == before["g2"]
+    assert "3 stored rows merged: they keep their stored times of variants this directory does not time " \
+           "for their input (d, e)" in result["notes"]
+
+
+def test_device_values_that_differ_from_the_store_are_refused_unless_update_devices(store, tmp_path):
+    """Device records are shared by every computation: another value is an error naming it and
+    writing nothing; float rounding is no difference; a new feature is added; with
+    update_devices the records are overwritten and the changes noted."""
+    times = {(d, i, "a"): 1.0 for d in ("g1", "c1") for i in ("i0", "i1")}
+    _folder(tmp_path / "first", {"device": ["g1", "c1"], "kind": ["gpu", "cpu"], "cores": [5120, 20]}, times)
+    import_computation(store, "one", tmp_path / "first")
+    _folder(tmp_path / "other", {"device": ["g1", "c1"], "kind": ["cpu", "cpu"], "cores": [1, 20]}, times)
+    with pytest.raises(ValueError, match=r"devices.csv: 2 device values differ .*g1 cores: stored 5120.0, new 1.0; "
+                                         r"g1 kind: stored 'gpu', new 'cpu'.*update_devices=True "
+                                         r"\(nitro store import --update-devices\)"):
+        import_computation(store, "two", tmp_path / "other")
+    assert store.computations() == ["one"]
+    assert store.device("g1")["cores"]["value"] == 5120 and store.device_metadata("g1")["kind"] == "gpu"
+    _folder(tmp_path / "rounded", {"device": ["g1"], "cores": [5120 * (1 + 1e-12)], "l2_kb": [6144]}, times)
+    assert not any("g1" in n for n in import_computation(store, "two", tmp_path / "rounded")["notes"])
+    assert store.device("g1")["cores"]["value"] == 5120 and store.device("g1")["l2_kb"]["value"] == 6144
+    result = import_computation(store, "three", tmp_path / "other", update_devices=True)
+    assert "device g1 record updated: cores 5120.0 -> 1.0, kind 'gpu' -> 'cpu'" in result["notes"]
+    assert store.device("g1")["cores"]["value"] == 1 and store.device_metadata("g1") == {"kind": "cpu"}
+    assert store.device("g1")["l2_kb"]["value"] == 6144          # not in the directory: kept
+
+
+def test_the_update_devices_option_of_nitro_store_import(redis_server, tmp_path, capsys):
+    from nitro.cli import main
+    from nitro.store import Store
+    server = redis_server()
+    store = Store(server.url)
+    times = {("g1", i, "a"): 1.0 for i in ("i0", "i1")}
+    _folder(tmp_path / "first", {"device": ["g1"], "cores": [8]}, times)
+    _folder(tmp_path / "other", {"device": ["g1"], "cores": [16]}, times)
+    assert main(["store", "import", str(tmp_path / "first"), "one", "--store", server.url]) == 0
+    assert main(["store", "import", str(tmp_path / "other"), "two", "--store", server.url]) == 2
+    assert "g1 cores: stored 8.0, new 16.0" in capsys.readouterr().err and store.computations() == ["one"]
+    assert main(["store", "import", str(tmp_path / "other"), "two", "--store", server.url, "--update-devices"]) == 0
+    assert "note: device g1 record updated: cores 8.0 -> 16.0" in capsys.readouterr().out
+    assert store.device("g1")["cores"]["value"] == 16
+
+
+def test_a_device_of_devices_csv_without_measurements_is_recorded_for_tuning_from_sources(store, tmp_path):
+    """The zero-shot case: a target with specifications and no timings gets its record, and
+    tune_from_source finds its features."""
+    from nitro.transfer.tune import tune_from_source
+    inputs = [f"i{k}" for k in range(24)]
+    sources = {"s1": 1.0, "s2": 10.0, "s3": 3.0}
+    times = {(d, i, v): (1.0 if (k < cores) == (v == "a") else 2.0)
+             for d, cores in sources.items() for k, i in enumerate(inputs) for v in ("a", "b")}
+    _folder(tmp_path / "ds", {"device": [*sources, "new_gpu"], "kind": ["gpu"] * 4, "cores": [*sources.values(), 6.0]},
+            times, inputs)
+    result = import_computation(store, "toy", tmp_path / "ds")
+    assert result["devices"] == 3 and store.devices("toy") == ["s1", "s2", "s3"]
+    assert store.device("new_gpu") == {"cores": {"value": 6.0, "unit": "", "source": "datasheet"}}
+    assert store.device_metadata("new_gpu") == {"kind": "gpu"}
+    assert "1 devices of devices.csv have no measurements here (new_gpu): their features and metadata are " \
+           "recorded, for tuning from sources" in result["notes"]
+    model = tune_from_source(store, "toy", ["a", "b"], ["N"], target="new_gpu", search_based_dfs=False,
+                             progress=False, save=False)
+    assert model.provenance["target"] == "new_gpu" and model.provenance["device_features"] == ["cores"]
+
+
+def test_a_measured_device_missing_from_devices_csv_is_noted_with_a_close_name(store, tmp_path):
+    times = {(d, i, "a"): 1.0 for d in ("Tesla_K40m", "tesla_k20", "mystery") for i in ("i0", "i1")}
+    _folder(tmp_path / "ds", {"device": ["tesla_k40m ", "tesla_k20xm"], "cores": [2880, 2688]}, times)
+    notes = import_computation(store, "x", tmp_path / "ds")["notes"]
+    tail = ": its rows are stored without device features; tune-from-source cannot use it as a source until " \
+           "its features are recorded"
+    assert f"device 'Tesla_K40m' has no row in devices.csv (did you mean 'tesla_k40m '?){tail}" in notes
+    assert f"device 'tesla_k20' has no row in devices.csv (did you mean 'tesla_k20xm'?){tail}" in notes
+    assert f"device 'mystery' has no row in devices.csv{tail}" in notes
+    store.put_device("mystery", {"cores": {"value": 4.0}})          # recorded since: no note
+    assert not any("mystery" in n for n in import_computation(store, "x", tmp_path / "ds")["notes"])
+
+
+def test_times_that_are_no_finite_number_are_counted_in_the_notes(store, tmp_path):
+    src = _folder(tmp_path / "ds", {"device": ["g1"], "cores": [4]}, {("g1", "i0", "a"): 1.0})
+    with open(src / "measurements.csv", "a") as f:
+        f.write("g1,i1,a,\ng1,i1,a,NaN\ng1,i1,b,inf\ng1,i2,a,fast\ng1,i2,b,-1\ng1,i2,b,2.0\n")
+    result = import_computation(store, "x", src)
+    assert result["rows"] == 2 and result["notes"][-2:] == [
+        "1 measurements have a time_s of zero or less: read as failed runs",
+        "4 measurements have a time_s that is no finite number (2 empty or NaN, 1 infinite, 1 text such as "
+        "'fast'): dropped"]
