@@ -304,14 +304,13 @@ def load_dataset_dir(directory) -> Measurements:
     notes += dropped.notes()
     inputs = values.loc[~bad, kept]
     times = times[times.index.get_level_values(1).isin(inputs.index)]
-    devices = load_devices(directory, raw=True)
-    notes += mixed_column_notes(devices)
-    return Measurements(times.sort_index(), inputs.sort_index(), split_device_columns(devices), notes)
+    devices, device_notes = load_devices(directory)
+    return Measurements(times.sort_index(), inputs.sort_index(), devices, notes + device_notes)
 
 
-def load_devices(directory: Path, raw: bool = False) -> pd.DataFrame:
-    """``devices.csv[.gz]`` indexed by device: numeric columns are features, text is metadata
-    (``raw``: the cells as read, for :func:`mixed_column_notes`)."""
+def load_devices(directory: Path) -> tuple[pd.DataFrame, list[str]]:
+    """``devices.csv[.gz]`` indexed by device (numeric columns are features, text is metadata)
+    and the notes on columns that mix numbers and text (:func:`mixed_column_notes`)."""
     devices = _read_csv(directory, "devices")
     if "device" not in devices.columns:
         raise ValueError(f"{directory}/devices: needs a 'device' column")
@@ -321,4 +320,4 @@ def load_devices(directory: Path, raw: bool = False) -> pd.DataFrame:
         raise ValueError(f"{csv_path(directory, 'devices')}: device {repeated.iloc[0]!r} appears more than once "
                          f"({repeated.nunique()} devices repeated); give each device one row")
     devices = devices.set_index("device")
-    return devices if raw else split_device_columns(devices)
+    return split_device_columns(devices), mixed_column_notes(devices)

@@ -33,7 +33,7 @@ from .progress import progress_bar
 from .transfer.analysis import architecture_sensitivity, best_variant_histogram, device_cosine_similarity
 from .transfer.baselines import full_set_svm_choices
 from .transfer.confidence import estimate_quality
-from .transfer.cvdfs import cv_dfs, family_groups
+from .transfer.cvdfs import MIN_SOURCES, cv_dfs, family_groups
 from .transfer.coverage import untimed_variants
 from .transfer.data import TransferData, concatenate
 from .transfer.fewshot import pick_inputs
@@ -87,9 +87,6 @@ def holdout_families(m: Measurements, holdout_by: str) -> dict[str, str]:
         raise ValueError(f"--holdout-by {holdout_by!r}: devices.csv has no such metadata column; "
                          f"known: {['device'] + list(m.metadata_names)}")
     return {d: v for d, v in m.device_metadata(holdout_by).items() if v is not None}
-
-
-MIN_SOURCES = 3   # CV-DFS holds each source out in turn and fits on the others
 
 
 def _enough_sources(idx: list[int], group: dict[int, str], holdout_by: str, names: list[str]) -> tuple[list[int], list[str]]:

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..dataset import (DroppedTimes, csv_path, device_feature_names, dropped_inputs_note, input_columns, load_devices,
-                       mixed_column_notes, read_csv_chunks, run_times, split_device_columns, text_examples)
+                       read_csv_chunks, run_times, text_examples)
 from ..measurement import TrainingRow
 from .redis_store import Store
 
@@ -131,9 +131,8 @@ def import_computation(store: Store, computation: str, directory, variants=None,
         found, dropped = _spool_measurements(db, directory)
         columns, notes = _spool_inputs(db, directory)
         notes += dropped.notes()
-        devices = load_devices(directory, raw=True)
-        notes += mixed_column_notes(devices)
-        devices = split_device_columns(devices)
+        devices, device_notes = load_devices(directory)
+        notes += device_notes
         stored = store.meta(computation) if computation in store.computations() else None
         if stored and not variants and set(found) <= set(stored["variants"]):
             variants = stored["variants"]     # a device that never timed some variant joins the computation

@@ -47,6 +47,7 @@ from .baselines import HELD_OUT_SCORE_MAX, full_set_svm_choices
 from .prepare import Prepared
 
 LAMBDA = 1.0
+MIN_SOURCES = 3     # each source is held out in turn: at least two remain to fit on
 SCORE_MAX = 20000   # training inputs a candidate subset is scored on (a random sample beyond):
                     # the standard error of a mean fraction of the optimum on 20,000 is ~0.1 point
 
@@ -177,8 +178,8 @@ def cv_dfs(prep: Prepared, candidates=None, max_size: int = 3, k: int = 1, selec
     sources of its family (use it when the real target's family is not among the sources)."""
     start = time.perf_counter()
     data = prep.data
-    if len(prep.sources) < 3:
-        raise ValueError(f"CV-DFS needs at least 3 source devices, got {len(prep.sources)} "
+    if len(prep.sources) < MIN_SOURCES:
+        raise ValueError(f"CV-DFS needs at least {MIN_SOURCES} source devices, got {len(prep.sources)} "
                          f"({', '.join(data.devices[s] for s in prep.sources)}): record more sources, "
                          "or build the model on every device feature (search_based_dfs off, no --cv-dfs)")
     if selection not in ("ensemble", "frequency"):
