@@ -15,7 +15,8 @@ Neither is enough alone (the first is over-confident on a target unlike its sour
 second blind to the target; with a single source there is no held-out source, and the estimate
 is the model's own, marked "low"). ``outside`` flags a target farther from its nearest source than
 any source is from its own nearest: zero-shot is then an extrapolation, whatever the estimate.
-The estimate is "low" (``low_because`` says why) there, below ``LOW``, with one source, and for
+The estimate is "low" (``low_because`` says why) there, below ``LOW`` (or within two standard
+errors of it: with few training inputs the held-out qualities are themselves noisy), with one source, and for
 a target of a family no source shares where a source held out with its own family fell below
 ``LOW``: the target's family may transfer as badly, and the mean of the held-out sources hides it.
 
@@ -62,6 +63,9 @@ def estimate_quality(scores: np.ndarray, held_out: dict[str, dict], D: np.ndarra
     sources_q = float(np.mean(qualities)) if qualities else own
     worst = float(min(qualities)) if qualities else own
     predicted = 0.5 * (own + sources_q)
+    # sampling error only (the held-out sources share their inputs, so their errors are not
+    # averaged away): small with many training inputs, decisive with a few dozen
+    se = 0.5 * float(np.mean([v.get("quality_se", 0.0) for v in held_out.values()])) if qualities else 0.0
     distance, spread, nearest = nearest_distances(D, sources, target)
     outside = distance > spread
     baselines = {}
@@ -74,13 +78,15 @@ def estimate_quality(scores: np.ndarray, held_out: dict[str, dict], D: np.ndarra
     low_because = [why for why, holds in (
         ("one source: no held-out source to validate the model on", not qualities),
         (f"expected {100 * predicted:.1f}% of the optimum, below {100 * LOW:g}%", predicted < LOW),
+        (f"few inputs to judge by: {100 * predicted:.1f} ± {200 * se:.1f} points (two standard errors over the "
+         f"held-out sources' inputs) reaches below {100 * LOW:g}%", LOW <= predicted < LOW + 2 * se),
         (f"outside the sources' device features ({distance:.1f} from {device_names[nearest]}, where the "
          f"sources lie within {spread:.1f} of each other)", outside),
         (f"a family no source shares: held out with its family, a source got {100 * worst:.1f}%",
          new_family and bool(qualities) and worst < LOW)) if holds]
     level = "low" if low_because else "high"
     return {
-        "predicted_quality": predicted, "self_estimate": own, "held_out_quality": sources_q,
+        "predicted_quality": predicted, "standard_error": se, "self_estimate": own, "held_out_quality": sources_q,
         "held_out_worst": worst,
         "nearest_source": device_names[nearest], "distance": distance, "sources_spread": spread,
         "outside_sources": bool(outside), "level": level, "low_because": low_because, "baselines": baselines,

@@ -41,7 +41,7 @@ from joblib import Parallel, delayed
 from joblib.parallel import get_active_backend
 
 from ..learn.kron import device_kernel, varying_columns
-from ..metrics import fraction_of_optimum, majority_vote
+from ..metrics import fraction_of_optimum, majority_vote, speedup_vs_best
 from ..progress import progress_bar
 from .baselines import HELD_OUT_SCORE_MAX, full_set_svm_choices
 from .prepare import Prepared
@@ -109,8 +109,8 @@ def predict_held_out(prep: Prepared, temp: int, subsets: list[tuple], lam: float
 
 def held_out_results(prep: Prepared, subsets: list[tuple] | Mapping[int, list[tuple]], lam: float = LAMBDA,
                      groups=None, n_jobs: int | None = None) -> dict[str, dict]:
-    """Per source, the quality (fraction of the optimum) and self-estimate (mean best score)
-    of the ``subsets``' model fitted without it: how well it transfers to devices it has not seen
+    """Per source, the quality (fraction of the optimum, with its standard error over the
+    inputs) and self-estimate (mean best score) of the ``subsets``' model fitted without it: how well it transfers to devices it has not seen
     (nothing with a single source: there is nothing to fit it without). ``subsets``: one list
     for every source, or per source index (those CV-DFS selected without it). Beside it, what the same
     other sources give without nitro's model: the best single source's true fastest variants
@@ -129,8 +129,10 @@ def held_out_results(prep: Prepared, subsets: list[tuple] | Mapping[int, list[tu
         pred = predict_held_out(prep, t, subsets[t] if isinstance(subsets, Mapping) else subsets, lam, groups)
         times = prep.data.times[t, prep.train]
         rest = held_out_sources(prep, t, groups)
+        reached = speedup_vs_best(times)[np.arange(len(times)), pred.argmax(axis=1)]   # per input
         out[prep.data.devices[t]] = {
-            "quality": fraction_of_optimum(times, pred.argmax(axis=1)),
+            "quality": float(reached.mean()),
+            "quality_se": float(reached.std(ddof=1) / np.sqrt(len(reached))) if len(reached) > 1 else 0.0,
             "expected": float(np.clip(pred.max(axis=1), 0.0, 1.0).mean()),
             "best_single_source": max(fraction_of_optimum(times, best[s]) for s in rest),
             "majority": fraction_of_optimum(times, majority_vote(np.array([best[s] for s in rest]), times.shape[1])),
