@@ -293,8 +293,9 @@ def cmd_tune_from_source(args):
     if c:
         held = (f"held-out sources {100 * c['held_out_quality']:.1f}, worst {100 * c['held_out_worst']:.1f}"
                 if c.get("held_out") else "no source to hold out: the model's own estimate alone, unvalidated")
+        sampling = f"±{200 * c['standard_error']:.1f} from sampling the inputs; " if c.get("standard_error") else ""
         lines.append(f"expected quality on {p['target']}: {100 * c['predicted_quality']:.1f}% of the optimum "
-                     f"(model's own estimate {100 * c['self_estimate']:.1f}, {held}); "
+                     f"({sampling}model's own estimate {100 * c['self_estimate']:.1f}, {held}); "
                      f"nearest source {c['nearest_source']}" + (", outside the sources' device features"
                                                                 if c["outside_sources"] else ""))
         names = {"best_single_source": "the best single source's own fastest variants (chosen in hindsight)",
