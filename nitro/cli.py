@@ -326,6 +326,7 @@ def cmd_record(args):
         out[family] = record_family(_store(args), family, args.directory, device_id=args.device_id,
                                     n_train=args.train, n_test=args.test, seed=args.seed,
                                     max_foreign=args.max_foreign, wait_share=args.wait_share,
+                                    wait_window=args.wait_window,
                                     attempts=args.attempts, wait_timeout=args.wait_timeout, progress=not args.json)
     lines = []
     for r in out.values():
@@ -538,14 +539,17 @@ def build_parser() -> argparse.ArgumentParser:
                             "and write them as a dataset folder with the device record")
     p.add_argument("families", help="comma-separated benchmark families (histogram,spmv,...)")
     p.add_argument("directory", help="folder for device.json, foreign_load.csv and one sub-folder per family")
-    p.add_argument("--device-id", help="id to record under (default: this machine's CPU id)")
+    p.add_argument("--device-id", help="id to record under (default: the GPU of a GPU family (histogram_cuda, spmv_cuda), else this machine's CPU id)")
     p.add_argument("--train", type=int, default=48, help="training inputs per family (default 48)")
     p.add_argument("--test", type=int, default=48, help="test inputs per family (default 48)")
     p.add_argument("--seed", type=int, default=0, help="the inputs' seed: the same ids on every machine (default 0)")
     p.add_argument("--max-foreign", type=float, default=0.05,
                    help="share of the machine other work may take while an input is timed before it is timed again")
     p.add_argument("--wait-share", type=float, default=0.10,
-                   help="before each input, wait until other work takes less than this share for 2 s")
+                   help="before each input, wait until other work takes less than this share for --wait-window s")
+    p.add_argument("--wait-window", type=float, default=2.0,
+                   help="seconds of quiet awaited before each input (default 2; the GPU recordings under "
+                        "datasets/ used 0.3 on an otherwise idle 16-core machine)")
     p.add_argument("--attempts", type=int, default=5, help="timings of a disturbed input at most (the quietest is kept)")
     p.add_argument("--wait-timeout", type=float, default=600.0, help="seconds to wait for a quiet moment at most")
     p.set_defaults(func=cmd_record)

@@ -121,17 +121,71 @@ def to_host(array):
         return array.get()
 
 
+HOLD_BYTES = 1 << 30   # freed blocks a pool keeps for reuse; beyond this they go back to the driver
+
+
+class DeviceBlock(int):
+    """The device address of a pooled block (an ``int``, as pycuda's copies and kernel calls
+    take it) that goes back to its pool when dropped. Giving it back is plain Python and needs
+    no CUDA context, so a GPUArray can be dropped in any thread, inside ``on_device`` or not:
+    pycuda's own pool acquires the current context when a freed block is its first held one,
+    and aborts the process when none is current."""
+
+    def __del__(self):
+        pool = getattr(self, "pool", None)
+        if pool is not None:
+            pool.give_back(self.nbytes, self.allocation)
+
+
+class MemoryPool:
+    """Device memory kept for reuse, by exact size: after the first call of a size a variant's
+    output costs no ``cuMemAlloc``, so timings are of kernels, not allocation. ``allocate`` runs
+    inside :func:`on_device`; blocks dropped beyond ``hold_bytes`` are freed at the next
+    ``allocate`` (a context is current then). ``alloc``: the raw allocator (``mem_alloc``)."""
+
+    def __init__(self, alloc=None, hold_bytes: int = HOLD_BYTES):
+        if alloc is None:
+            import pycuda.driver as drv
+            alloc = drv.mem_alloc
+        self._alloc, self.hold_bytes = alloc, hold_bytes
+        self._free: dict[int, list] = {}
+        self._release: list = []
+        self.held_bytes = self.managed_bytes = self.active_blocks = 0
+
+    def allocate(self, nbytes: int) -> DeviceBlock:
+        nbytes = int(nbytes)
+        while self._release:                      # list.pop is atomic: no lock, safe in __del__
+            stale = self._release.pop()
+            self.managed_bytes -= stale[0]
+            stale[1].free()
+        try:
+            allocation = self._free[nbytes].pop()
+            self.held_bytes -= nbytes
+        except (KeyError, IndexError):
+            allocation = self._alloc(max(nbytes, 1))
+            self.managed_bytes += nbytes
+        self.active_blocks += 1
+        block = DeviceBlock(int(allocation))
+        block.nbytes, block.allocation, block.pool = nbytes, allocation, self
+        return block
+
+    def give_back(self, nbytes: int, allocation) -> None:
+        self.active_blocks -= 1
+        if self.held_bytes + nbytes <= self.hold_bytes:
+            self._free.setdefault(nbytes, []).append(allocation)
+            self.held_bytes += nbytes
+        else:
+            self._release.append((nbytes, allocation))
+
+
 _pools: dict = {}
 
 
-def memory_pool():
-    """A pycuda ``DeviceMemoryPool`` for the current context: outputs allocated from it cost no
-    ``cuMemAlloc`` after the first call of a size, so timings are of kernels, not allocation.
-    Call inside :func:`on_device`."""
+def memory_pool() -> MemoryPool:
+    """The :class:`MemoryPool` of the current context (call inside :func:`on_device`)."""
     import pycuda.driver as drv
-    from pycuda.tools import DeviceMemoryPool
     handle = drv.Context.get_current().handle
     with _lock:
         if handle not in _pools:
-            _pools[handle] = DeviceMemoryPool()
+            _pools[handle] = MemoryPool()
         return _pools[handle]

@@ -101,24 +101,26 @@ def record_family(store: Store, family: str, directory, device_id: str | None = 
                   attempts: int = 5, wait_window: float = 2.0, wait_timeout: float = 600.0,
                   policy: TimingPolicy | None = None,
                   progress: bool = True) -> dict:
-    """Record ``family`` here (see the module docstring) under ``device_id`` (default this
-    machine's id) and write it under ``directory``; a summary of what was measured. ``policy``:
+    """Record ``family`` here (see the module docstring) under ``device_id`` (default the GPU
+    a GPU family runs on, else this machine's CPU) and write it under ``directory``; a summary of what was measured. ``policy``:
     how each variant is timed (default the tuner's); ``wait_window``: the seconds of quiet
     awaited before each input. Give ``store`` a store of its own: a device record already in it
     is kept as it is, and an input counts as recorded only with a row and a line in
     ``foreign_load.csv`` whose share is at most ``max_foreign`` (rows that ``tune()`` left there,
     and inputs a busy machine disturbed, are timed again); a device record is taken again unless
     ``foreign_load.csv`` says it was taken quietly. ``directory`` holds one device's recording."""
-    if not 0 <= max_foreign <= 1 or not 0 < wait_share <= 1 or attempts < 1:
-        raise ValueError(f"need 0 <= max_foreign <= 1 (--max-foreign), 0 < wait_share <= 1 (--wait-share) and "
-                         f"attempts >= 1 (--attempts); got {max_foreign}, {wait_share}, {attempts}")
+    if not 0 <= max_foreign <= 1 or not 0 < wait_share <= 1 or attempts < 1 or not wait_window >= 0:
+        raise ValueError(f"need 0 <= max_foreign <= 1 (--max-foreign), 0 < wait_share <= 1 (--wait-share), "
+                         f"attempts >= 1 (--attempts) and wait_window >= 0 (--wait-window); got {max_foreign}, "
+                         f"{wait_share}, {attempts}, {wait_window}")
     if n_train < 1 or n_test < 0:
         raise ValueError(f"need at least one training input (--train) and no negative count of test inputs "
                          f"(--test); got {n_train} and {n_test}")
     started = time.perf_counter()
     module = load(family)
     cv = module.make_code_variant()
-    cv.device_id = device = device_id or devices.current_device_id()
+    # a GPU family's code variant names its GPU; any other records under this machine's CPU
+    cv.device_id = device = device_id or cv.device_id or devices.current_device_id()
     cv.record = False                  # only the quietest attempt is stored, below
     (train, train_ids), (test, test_ids) = module.train_test_inputs(n_train, n_test, seed)
     tuner = Autotuner(cv.name, store=store, policy=policy, progress=False)

@@ -4,6 +4,7 @@ import time
 import pandas as pd
 import pytest
 
+from nitro import cuda
 from nitro.dataset import load_dataset_dir
 from nitro.measurement import TimingPolicy
 from nitro.record import record_family
@@ -89,7 +90,18 @@ def test_a_folder_holds_one_devices_recording(clean_store, tmp_path):
 def test_bad_settings_are_refused(clean_store, tmp_path):
     with pytest.raises(ValueError, match="max_foreign"):
         record_family(clean_store, "histogram", tmp_path, max_foreign=2.0)
+    with pytest.raises(ValueError, match="--wait-window"):
+        record_family(clean_store, "histogram", tmp_path, wait_window=-1.0)
     with pytest.raises(ValueError, match="--train"):
         record_family(clean_store, "histogram", tmp_path, n_train=0)
     with pytest.raises(ValueError, match="unknown benchmark family"):
         record_family(clean_store, "no_such_family", tmp_path)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(cuda.variants_unavailable() is not None, reason="no usable CUDA GPU here")
+def test_a_gpu_family_records_under_its_gpu(clean_store, tmp_path):
+    """Before 2026-11-26 ``nitro record histogram_cuda`` filed the GPU's rows and device record
+    under this machine's CPU id."""
+    r = record_family(clean_store, "histogram_cuda", tmp_path, n_train=1, n_test=0, **NO_WAIT)
+    assert r["device"] == cuda.device_id() and clean_store.device(r["device"])["multiprocessors"]["value"] > 0

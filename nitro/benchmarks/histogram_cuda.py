@@ -131,7 +131,8 @@ def to_device(images) -> list:
     flat = [np.ascontiguousarray(img, dtype=np.uint8).reshape(-1) for img in images]
     with cuda.on_device():
         from pycuda import gpuarray
-        return [gpuarray.to_gpu(a) if a.size else gpuarray.empty(0, np.uint8) for a in flat]
+        allocate = cuda.memory_pool().allocate   # dropped anywhere without a context (see DeviceBlock)
+        return [gpuarray.to_gpu(a, allocator=allocate) if a.size else gpuarray.empty(0, np.uint8) for a in flat]
 
 
 def train_test_inputs(n_train: int = 48, n_test: int = 48, seed: int = 0):

@@ -63,7 +63,8 @@ class DeviceMatrix:
     def _upload(self, fmt: str, arrays) -> tuple:
         if fmt not in self._arrays:
             with gpuarray() as ga:
-                self._arrays[fmt] = tuple(ga.to_gpu(np.ascontiguousarray(a)) for a in arrays)
+                pool = cuda.memory_pool()
+                self._arrays[fmt] = tuple(ga.to_gpu(np.ascontiguousarray(a), allocator=pool.allocate) for a in arrays)
         return self._arrays[fmt]
 
     @property
@@ -81,7 +82,7 @@ class DeviceMatrix:
     def vector(self, x):
         """``x`` (host array) checked and copied to the GPU."""
         with gpuarray() as ga:
-            return ga.to_gpu(self.host.vector(x))
+            return ga.to_gpu(self.host.vector(x), allocator=cuda.memory_pool().allocate)
 
 
 def check_x(n_cols: int, x) -> None:
