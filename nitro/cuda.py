@@ -154,10 +154,13 @@ class MemoryPool:
 
     def allocate(self, nbytes: int) -> DeviceBlock:
         nbytes = int(nbytes)
-        while self._release:                      # list.pop is atomic: no lock, safe in __del__
-            stale = self._release.pop()
-            self.managed_bytes -= stale[0]
-            stale[1].free()
+        while True:                               # list.pop is atomic: no lock, safe beside __del__
+            try:
+                size, stale = self._release.pop()
+            except IndexError:
+                break
+            self.managed_bytes -= size
+            stale.free()
         try:
             allocation = self._free[nbytes].pop()
             self.held_bytes -= nbytes

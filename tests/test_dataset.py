@@ -1,4 +1,6 @@
 """Dataset directories: text device columns are metadata, numeric ones device features."""
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -104,3 +106,18 @@ def test_rows_stored_with_a_time_of_zero_are_read_as_failed_runs_not_refused():
     m = Measurements.from_rows(rows, ["a", "b"], ["n"])
     assert np.isnan(m.times.loc[("dev", "i"), "a"]) and m.times.loc[("dev", "j"), "a"] == 2.0
     assert m.notes == ["1 measurements have a stored time of zero or less: read as failed runs"]
+
+
+RECORDED = sorted((Path(__file__).resolve().parents[1] / "datasets").glob("*/*/measurements.csv"))
+
+
+@pytest.mark.parametrize("measurements", RECORDED, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
+def test_every_recording_under_datasets_reads_as_its_device(measurements):
+    """The folders recorded with ``nitro record`` (CPUs and GPUs) stay readable as the format
+    evolves: one device, the one ``device.json`` names, every input timed and given a best variant."""
+    import json
+    data = load_dataset_dir(measurements.parent)
+    recorded = json.loads((measurements.parent.parent / "device.json").read_text())
+    assert set(data.times.index.get_level_values(0)) == set(recorded) and len(data.devices) == 1
+    assert len(data.inputs) >= 48 and data.times.notna().any(axis=1).all()
+    assert data.device_feature_names and not data.notes
