@@ -66,6 +66,11 @@ def estimate_quality(scores: np.ndarray, held_out: dict[str, dict], D: np.ndarra
     # sampling error only (the held-out sources share their inputs, so their errors are not
     # averaged away): small with many training inputs, decisive with a few dozen
     se = 0.5 * float(np.mean([v.get("quality_se", 0.0) for v in held_out.values()])) if qualities else 0.0
+    # the standard error falls as 1/sqrt(inputs): how many training inputs timed on every source
+    # would put two standard errors above LOW
+    n = float(np.mean([v.get("inputs", 0) for v in held_out.values()])) if qualities else 0.0
+    few = LOW <= predicted < LOW + 2 * se
+    needed = int(np.ceil(n * (2 * se / (predicted - LOW)) ** 2)) if few and n and predicted > LOW else None
     distance, spread, nearest = nearest_distances(D, sources, target)
     outside = distance > spread
     baselines = {}
@@ -79,14 +84,16 @@ def estimate_quality(scores: np.ndarray, held_out: dict[str, dict], D: np.ndarra
         ("one source: no held-out source to validate the model on", not qualities),
         (f"expected {100 * predicted:.1f}% of the optimum, below {100 * LOW:g}%", predicted < LOW),
         (f"few inputs to judge by: {100 * predicted:.1f} ± {200 * se:.1f} points (two standard errors over the "
-         f"held-out sources' inputs) reaches below {100 * LOW:g}%", LOW <= predicted < LOW + 2 * se),
+         f"held-out sources' inputs) reaches below {100 * LOW:g}%"
+         + (f"; about {needed} training inputs timed on every source (now {n:.0f}) would narrow it enough"
+            if needed else ""), few),
         (f"outside the sources' device features ({distance:.1f} from {device_names[nearest]}, where the "
          f"sources lie within {spread:.1f} of each other)", outside),
         (f"a family no source shares: held out with its family, a source got {100 * worst:.1f}%",
          new_family and bool(qualities) and worst < LOW)) if holds]
     level = "low" if low_because else "high"
     return {
-        "predicted_quality": predicted, "standard_error": se, "self_estimate": own, "held_out_quality": sources_q,
+        "predicted_quality": predicted, "standard_error": se, "inputs_needed": needed, "self_estimate": own, "held_out_quality": sources_q,
         "held_out_worst": worst,
         "nearest_source": device_names[nearest], "distance": distance, "sources_spread": spread,
         "outside_sources": bool(outside), "level": level, "low_because": low_because, "baselines": baselines,

@@ -133,6 +133,7 @@ def held_out_results(prep: Prepared, subsets: list[tuple] | Mapping[int, list[tu
         out[prep.data.devices[t]] = {
             "quality": float(reached.mean()),
             "quality_se": float(reached.std(ddof=1) / np.sqrt(len(reached))) if len(reached) > 1 else 0.0,
+            "inputs": len(reached),
             "expected": float(np.clip(pred.max(axis=1), 0.0, 1.0).mean()),
             "best_single_source": max(fraction_of_optimum(times, best[s]) for s in rest),
             "majority": fraction_of_optimum(times, majority_vote(np.array([best[s] for s in rest]), times.shape[1])),

@@ -35,13 +35,17 @@ def test_an_estimate_within_two_standard_errors_of_low_is_low():
     """With few training inputs the held-out qualities are noisy: 92% ± 2 × 1.5 reaches 90%."""
     D = np.array([[1.0], [2.0], [3.0], [2.5]])
     scores = np.array([[0.92, 0.5]])
-    held = {f"s{i}": {"quality": 0.92, "expected": 0.92, "quality_se": 0.03} for i in range(3)}
+    held = {f"s{i}": {"quality": 0.92, "expected": 0.92, "quality_se": 0.03, "inputs": 24} for i in range(3)}
     c = estimate_quality(scores, held, D, [0, 1, 2], 3, ["s0", "s1", "s2", "t"])
     assert np.isclose(c["standard_error"], 0.015) and c["level"] == "low"
+    # two standard errors (3 points) must fit in the 2 points above 90%: (3 / 2)² = 2.25 times the inputs
+    assert c["inputs_needed"] == 54
     assert c["low_because"] == ["few inputs to judge by: 92.0 ± 3.0 points (two standard errors over the held-out "
-                                "sources' inputs) reaches below 90%"]
+                                "sources' inputs) reaches below 90%; about 54 training inputs timed on every "
+                                "source (now 24) would narrow it enough"]
     sure = {k: {**v, "quality_se": 0.005} for k, v in held.items()}
-    assert estimate_quality(scores, sure, D, [0, 1, 2], 3, ["s0", "s1", "s2", "t"])["level"] == "high"
+    c = estimate_quality(scores, sure, D, [0, 1, 2], 3, ["s0", "s1", "s2", "t"])
+    assert c["level"] == "high" and c["inputs_needed"] is None
 
 
 def test_per_input_margins():
@@ -121,7 +125,7 @@ def test_held_out_results_score_the_baselines_from_the_other_sources_true_best(o
     # the full-set SVM learns the others' rule: wrong on odd, right on dev0, whose nearest
     # source (dev1) shows it (dev1 and dev2 have odd beside them and follow it, as the model does)
     assert r["odd"]["full_set_svm"] < 0.8 and r["dev0"]["full_set_svm"] > 0.9
-    assert set(r["dev0"]) == {"quality", "quality_se", "expected", "best_single_source", "majority", "full_set_svm"}
+    assert set(r["dev0"]) == {"quality", "quality_se", "inputs", "expected", "best_single_source", "majority", "full_set_svm"}
     from nitro.transfer.cvdfs import predict_held_out
     choice = predict_held_out(prep, odd, [tuple(prep.features)], 1.0).argmax(axis=1)
     reached = times.min(axis=1) / times[np.arange(60), choice]          # per input, a fraction of the optimum
