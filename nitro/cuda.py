@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections import deque
 from contextlib import contextmanager
 from functools import lru_cache
 
@@ -129,66 +130,118 @@ class DeviceBlock(int):
     take it) that goes back to its pool when dropped. Giving it back is plain Python and needs
     no CUDA context, so a GPUArray can be dropped in any thread, inside ``on_device`` or not:
     pycuda's own pool acquires the current context when a freed block is its first held one,
-    and aborts the process when none is current."""
+    and aborts the process when none is current. A copy is a plain ``int`` (two owners would
+    give the block back twice)."""
 
     def __del__(self):
         pool = getattr(self, "pool", None)
         if pool is not None:
             pool.give_back(self.nbytes, self.allocation)
 
+    def __copy__(self):
+        return int(self)
+
+    def __deepcopy__(self, memo):
+        return int(self)
+
+    def __reduce__(self):
+        return int, (int(self),)
+
 
 class MemoryPool:
-    """Device memory kept for reuse, by exact size: after the first call of a size a variant's
-    output costs no ``cuMemAlloc``, so timings are of kernels, not allocation. ``allocate`` runs
-    inside :func:`on_device`; blocks dropped beyond ``hold_bytes`` are freed at the next
-    ``allocate`` (a context is current then). ``alloc``: the raw allocator (``mem_alloc``)."""
+    """Device memory of GPU ``index`` kept for reuse, by exact size: after the first call of a
+    size a variant's output costs no ``cuMemAlloc``, so timings are of kernels, not allocation.
+    Dropped blocks are queued (plain Python, safe in ``__del__``) and sorted by the next
+    ``allocate`` or figure read: up to ``hold_bytes`` kept, the rest freed by ``allocate``, which
+    makes the GPU's context current itself (pycuda's arrays call their allocator again in
+    ``copy()`` and arithmetic, wherever they are). When the GPU is out of memory the held blocks
+    are freed and the allocation tried once more. ``alloc``: a stand-in for ``mem_alloc``
+    (tests; no context is entered then)."""
 
-    def __init__(self, alloc=None, hold_bytes: int = HOLD_BYTES):
-        if alloc is None:
-            import pycuda.driver as drv
-            alloc = drv.mem_alloc
-        self._alloc, self.hold_bytes = alloc, hold_bytes
+    def __init__(self, index: int | None = None, hold_bytes: int = HOLD_BYTES, alloc=None):
+        self.index, self.hold_bytes, self._alloc = index, hold_bytes, alloc
+        self._lock = threading.Lock()            # never taken by __del__: give_back only appends
+        self._returned: deque = deque()          # append / popleft are atomic
         self._free: dict[int, list] = {}
         self._release: list = []
-        self.held_bytes = self.managed_bytes = self.active_blocks = 0
+        self._active = self._held = self._managed = 0
+
+    def _sort_returned(self) -> None:
+        """Under ``_lock``: file the blocks dropped since the last call."""
+        while True:
+            try:
+                nbytes, allocation = self._returned.popleft()
+            except IndexError:
+                return
+            self._active -= 1
+            if self._held + nbytes <= self.hold_bytes:
+                self._free.setdefault(nbytes, []).append(allocation)
+                self._held += nbytes
+            else:
+                self._release.append((nbytes, allocation))
+
+    def _free_all(self, held: bool) -> None:
+        """Under ``_lock``, with the context current: free the queued blocks (and the held ones)."""
+        stale, self._release = self._release, []
+        if held:
+            stale += [(n, a) for n, blocks in self._free.items() for a in blocks]
+            self._free, self._held = {}, 0
+        for nbytes, allocation in stale:
+            self._managed -= nbytes
+            allocation.free()
 
     def allocate(self, nbytes: int) -> DeviceBlock:
         nbytes = int(nbytes)
-        while True:                               # list.pop is atomic: no lock, safe beside __del__
+        with (on_device(self.index) if self._alloc is None else _no_context()) as drv, self._lock:
+            alloc = self._alloc or drv.mem_alloc
+            self._sort_returned()
+            self._free_all(held=False)
             try:
-                size, stale = self._release.pop()
-            except IndexError:
-                break
-            self.managed_bytes -= size
-            stale.free()
-        try:
-            allocation = self._free[nbytes].pop()
-            self.held_bytes -= nbytes
-        except (KeyError, IndexError):
-            allocation = self._alloc(max(nbytes, 1))
-            self.managed_bytes += nbytes
-        self.active_blocks += 1
+                allocation = self._free[nbytes].pop()
+                self._held -= nbytes
+            except (KeyError, IndexError):
+                try:
+                    allocation = alloc(max(nbytes, 1))
+                except Exception as exc:       # out of memory: give the held blocks back, once
+                    if "out of memory" not in str(exc).lower():
+                        raise
+                    self._free_all(held=True)
+                    allocation = alloc(max(nbytes, 1))
+                self._managed += nbytes
+            self._active += 1
         block = DeviceBlock(int(allocation))
         block.nbytes, block.allocation, block.pool = nbytes, allocation, self
         return block
 
     def give_back(self, nbytes: int, allocation) -> None:
-        self.active_blocks -= 1
-        if self.held_bytes + nbytes <= self.hold_bytes:
-            self._free.setdefault(nbytes, []).append(allocation)
-            self.held_bytes += nbytes
-        else:
-            self._release.append((nbytes, allocation))
+        self._returned.append((nbytes, allocation))   # deque.append is atomic: safe in __del__
+
+    def _figure(self, name: str) -> int:
+        with self._lock:
+            self._sort_returned()
+            return getattr(self, name)
+
+    active_blocks = property(lambda self: self._figure("_active"), doc="blocks handed out and not dropped")
+    held_bytes = property(lambda self: self._figure("_held"), doc="bytes of dropped blocks kept for reuse")
+    managed_bytes = property(lambda self: self._figure("_managed"), doc="bytes allocated from the driver and not freed")
+
+
+@contextmanager
+def _no_context():
+    yield None
 
 
 _pools: dict = {}
 
 
 def memory_pool() -> MemoryPool:
-    """The :class:`MemoryPool` of the current context (call inside :func:`on_device`)."""
+    """The :class:`MemoryPool` of the current context's GPU (call inside :func:`on_device`)."""
     import pycuda.driver as drv
-    handle = drv.Context.get_current().handle
+    current = drv.Context.get_current()
+    if current is None:
+        raise RuntimeError("nitro.cuda.memory_pool() needs a current context: call it inside nitro.cuda.on_device()")
     with _lock:
-        if handle not in _pools:
-            _pools[handle] = MemoryPool()
-        return _pools[handle]
+        if current.handle not in _pools:
+            device = drv.Context.get_device()
+            _pools[current.handle] = MemoryPool(next(i for i in range(drv.Device.count()) if drv.Device(i) == device))
+        return _pools[current.handle]

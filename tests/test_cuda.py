@@ -67,7 +67,7 @@ def test_pool_blocks_are_addresses_given_back_when_dropped_without_cuda_calls():
         made.append(_Allocation(n, freed))
         return made[-1]
 
-    pool = cuda.MemoryPool(alloc, hold_bytes=1000)
+    pool = cuda.MemoryPool(hold_bytes=1000, alloc=alloc)
     block = pool.allocate(800)
     assert isinstance(block, int) and int(block) == made[0].address and pool.active_blocks == 1
     del block
@@ -80,3 +80,30 @@ def test_pool_blocks_are_addresses_given_back_when_dropped_without_cuda_calls():
     assert not freed and pool.held_bytes == 800
     pool.allocate(10)
     assert freed == [made[1].address] and pool.managed_bytes == 800 + 10
+
+
+def test_a_copied_block_is_a_plain_address_and_a_full_gpu_gives_the_held_blocks_back():
+    """A copy of a block must not give it back a second time (found in review); when the
+    allocator runs out of memory the held blocks are freed and the allocation tried again."""
+    import copy
+    import pickle
+    freed, made, full = [], [], []
+
+    def alloc(n):
+        if full and full.pop():
+            raise MemoryError("cuMemAlloc failed: out of memory")
+        made.append(_Allocation(n, freed))
+        return made[-1]
+
+    pool = cuda.MemoryPool(alloc=alloc)
+    block = pool.allocate(8)
+    twins = [copy.copy(block), copy.deepcopy(block), pickle.loads(pickle.dumps(block))]
+    assert all(type(t) is int and t == block for t in twins)
+    del twins, block
+    assert pool.active_blocks == 0 and pool.held_bytes == 8
+    full.append(True)
+    big = pool.allocate(64)                      # the first try fails; the held 8 bytes are freed
+    assert freed == [made[0].address] and int(big) == made[1].address and pool.managed_bytes == 64
+    full += [True, True]
+    with pytest.raises(MemoryError):
+        pool.allocate(128)                       # nothing held: the second failure is the caller's
