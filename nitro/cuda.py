@@ -10,7 +10,7 @@ import os
 import sys
 import threading
 from collections import deque
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from functools import lru_cache
 
 
@@ -192,7 +192,7 @@ class MemoryPool:
 
     def allocate(self, nbytes: int) -> DeviceBlock:
         nbytes = int(nbytes)
-        with (on_device(self.index) if self._alloc is None else _no_context()) as drv, self._lock:
+        with (on_device(self.index) if self._alloc is None else nullcontext()) as drv, self._lock:
             alloc = self._alloc or drv.mem_alloc
             self._sort_returned()
             self._free_all(held=False)
@@ -224,11 +224,6 @@ class MemoryPool:
     active_blocks = property(lambda self: self._figure("_active"), doc="blocks handed out and not dropped")
     held_bytes = property(lambda self: self._figure("_held"), doc="bytes of dropped blocks kept for reuse")
     managed_bytes = property(lambda self: self._figure("_managed"), doc="bytes allocated from the driver and not freed")
-
-
-@contextmanager
-def _no_context():
-    yield None
 
 
 _pools: dict = {}
