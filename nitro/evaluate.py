@@ -298,6 +298,7 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
     predicted = {d: 100.0 * v["cvdfs"]["confidence"]["predicted_quality"]
                  for d, v in details.items() if "confidence" in v.get("cvdfs", {})}
     measured = {d: res["cvdfs"] for d, res in {**targets, **cross}.items() if "cvdfs" in res}
+    trail = trail_calibration(targets, details)
     few = f"few_shot_{_pct(FEW_SHOT_ESTIMATED)}pct"
     few_predicted = {d: 100.0 * v[few]["cross_validated"]["quality"] for d, v in details.items()
                      if (v.get(few) or {}).get("cross_validated")}
@@ -315,6 +316,7 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
             "predicted": predicted, "measured": measured,
             "within_3_points": sum(abs(predicted[d] - measured[d]) <= 3.0 for d in predicted if d in targets),
             "targets": len([d for d in predicted if d in targets]),
+            **({"trail": trail} if trail else {}),
         } if predicted else {},
         "few_shot_calibration": {     # the few-shot model's quality cross-validated on its timed inputs
             "budget": FEW_SHOT_ESTIMATED, "predicted": few_predicted,
@@ -331,6 +333,30 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
         "seconds": time.perf_counter() - started,
         **({"comparison": comparison} if comparison is not None else {}),
     }
+
+
+BASELINE_METHODS = {"best_single_source": "best_source_hindsight", "majority": "majority",
+                    "full_set_svm": "full_set_svm"}   # the estimate's baselines -> the methods measuring them
+
+
+def trail_calibration(targets: dict, details: dict) -> dict:
+    """Per baseline of the zero-shot estimate, over the targets where it and the CV-DFS ensemble
+    were both measured: how often the model fell below it, how often the estimate named it
+    (``may_trail``), the sum of its ``chance_below`` (the number of falls it expects) and the
+    Brier score of those chances against the falls (0 is perfect; always 0.5 scores 0.25)."""
+    out = {}
+    for name, method in BASELINE_METHODS.items():
+        pairs = [(details[d]["cvdfs"]["confidence"], res["cvdfs"] < res[method]) for d, res in targets.items()
+                 if "cvdfs" in res and method in res and "confidence" in details.get(d, {}).get("cvdfs", {})
+                 and name in details[d]["cvdfs"]["confidence"].get("baselines", {})]
+        graded = [(c["baselines"][name]["chance_below"], fell) for c, fell in pairs
+                  if c["baselines"][name].get("chance_below") is not None]
+        if pairs:
+            out[name] = {"targets": len(pairs), "fell_below": sum(fell for _, fell in pairs),
+                         "named": sum(name in c["may_trail"] for c, _ in pairs),
+                         "expected": float(sum(p for p, _ in graded)) if graded else None,
+                         "brier": float(np.mean([(p - fell) ** 2 for p, fell in graded])) if graded else None}
+    return out
 
 
 def evaluate_splits(m: Measurements, seeds, **options) -> dict:
@@ -416,9 +442,15 @@ def format_evaluation(r: dict) -> str:
         lines += [f"  {d}: " + "; ".join(conf[d].get("low_because", [])) for d in low]
         for name, label in (("best_single_source", "the best single source in hindsight"),
                             ("majority", "the sources' majority"), ("full_set_svm", "the full-set SVM")):
-            warned = [d for d, c in conf.items() if name in c.get("may_trail", [])]
+            warned = [d + (f" ({100 * chance:.0f}%)" if (chance := c["baselines"][name].get("chance_below"))
+                           is not None else "")
+                      for d, c in conf.items() if name in c.get("may_trail", [])]
+            t = cal.get("trail", {}).get(name)
             lines.append(f"estimate 'may fall below {label}' (it did on a held-out source, or its lead there "
-                         f"spreads to zero) on: {', '.join(warned) or 'none'}")
+                         f"spreads to zero; chance it falls below) on: {', '.join(warned) or 'none'}"
+                         + (f"; fell below on {t['fell_below']} of {t['targets']} targets" if t else "")
+                         + (f", chances summed {t['expected']:.1f}, Brier {t['brier']:.3f}"
+                            if t and t["expected"] is not None else ""))
     few = r.get("few_shot_calibration")
     if few:
         pred = [few["predicted"].get(d, float("nan")) for d in devs]

@@ -42,6 +42,12 @@ def test_store_import_ls_export(capsys, tmp_path, spmv_dataset):
                  "tesla_p100,titan_v,tesla_v100_sxm2,radeon_vii", "--cv-dfs", "--max-subset-size", "2", "--json"]) == 0
     prov = json.loads(capsys.readouterr().out)
     assert prov["target"] == "tesla_k40m" and prov["device_features"] and "cv_dfs" in prov
+    assert main(["tune-from-source", "spmv", "--target", "tesla_k40m", "--sources",
+                 "tesla_p100,titan_v,tesla_v100_sxm2,radeon_vii", "--cv-dfs", "--max-subset-size", "2"]) == 0
+    led = [line for line in capsys.readouterr().out.splitlines() if line.startswith("on held-out sources the model led")]
+    assert len(led) == 3 and all(("may fall below it here" in line) == ("chance about" in line)
+                                 for line in led)
+    assert any("may fall below it here (chance about" in line for line in led)   # the best single source, at least
     assert main(["tune-from-source", "spmv", "--target", "tesla_k40m", "--sources", "tesla_p100,titan_v,radeon_vii",
                  "--no-cv-dfs", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["cv_dfs_off"] == "search_based_dfs=False"

@@ -52,6 +52,27 @@ def test_holdout_by_family_leaves_the_whole_family_out_of_the_sources(family_mea
     assert loo["targets"]["dev4"]["cvdfs"] > r["targets"]["dev4"]["cvdfs"]   # its sibling helps
 
 
+def test_the_chances_of_trailing_a_baseline_are_scored_against_where_the_model_fell_below_it(family_measurements):
+    """Beside the cautious ``may_trail`` names, each target's chance of falling below a baseline
+    is summed and scored (Brier) against the targets where the ensemble measured below it."""
+    m, _ = family_measurements()
+    r = evaluate(m, methods=["majority", "full_set_svm", "best_source_hindsight", "cvdfs"], max_size=1)
+    trail = r["calibration"]["trail"]
+    assert set(trail) == {"best_single_source", "majority", "full_set_svm"}
+    method = {"best_single_source": "best_source_hindsight", "majority": "majority", "full_set_svm": "full_set_svm"}
+    for name, t in trail.items():
+        conf = {d: r["details"][d]["cvdfs"]["confidence"] for d in r["targets"]}
+        fell = {d: res["cvdfs"] < res[method[name]] for d, res in r["targets"].items()}
+        chance = {d: c["baselines"][name]["chance_below"] for d, c in conf.items()}
+        assert t["targets"] == len(r["targets"]) and t["fell_below"] == sum(fell.values())
+        assert t["named"] == sum(name in c["may_trail"] for c in conf.values())
+        assert np.isclose(t["expected"], sum(chance.values()))
+        assert np.isclose(t["brier"], np.mean([(chance[d] - fell[d]) ** 2 for d in fell]))
+        assert all(0.0 <= p <= 1.0 for p in chance.values())
+    assert "chances summed" in format_evaluation(r)
+    assert "trail" not in evaluate(m, methods=["cvdfs"], max_size=1)["calibration"]   # nothing to score against
+
+
 def test_few_shot_is_cross_validated_on_its_timed_inputs_and_compared_with_its_measured_quality(family_measurements):
     """The few-shot model at 2% is also scored where it was timed, each input chosen for by
     trees fitted without it: the estimate a user gets before anything else runs on the target."""

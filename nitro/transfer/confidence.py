@@ -28,7 +28,10 @@ many held-out sources it led). A target is one more device like the held-out sou
 lead it will see is drawn from their spread, not fixed at their mean: where the lower end of a
 one-sided 90% prediction interval for one more device's lead (Student's t over the held-out
 leads) reaches below zero, or where the baseline did better on any held-out source,
-``may_trail`` names it: the model may fall below it on the target too.
+``may_trail`` names it: the model may fall below it on the target too. That rule is cautious
+(it names the best single source and the full-set SVM on nearly every target); ``chance_below``
+grades it: the probability, under the same Student-t prediction, that one more device's lead is
+negative.
 """
 from __future__ import annotations
 
@@ -106,14 +109,24 @@ def estimate_quality(scores: np.ndarray, held_out: dict[str, dict], D: np.ndarra
     }
 
 
-def lead_interval(lead: np.ndarray) -> dict[str, float]:
+def lead_interval(lead: np.ndarray) -> dict[str, float | None]:
     """The model's lead over a baseline on the held-out sources (fractions of the optimum): mean,
-    standard deviation and the lower end of a one-sided ``LEAD_LEVEL`` prediction interval for
-    one more device (mean − t·sd·√(1 + 1/n)); with one held-out source, its lead."""
+    standard deviation, the lower end of a one-sided ``LEAD_LEVEL`` prediction interval for
+    one more device (mean − t·sd·√(1 + 1/n); with one held-out source, its lead) and the
+    chance that one more device's lead is below zero under the same prediction
+    (``chance_below``; ``None`` with one held-out source: no spread to judge by)."""
     n = len(lead)
+    mean = float(lead.mean())
     sd = float(lead.std(ddof=1)) if n > 1 else 0.0
-    lower = (lead.mean() - stats.t.ppf(LEAD_LEVEL, n - 1) * sd * np.sqrt(1 + 1 / n)) if n > 1 else lead[0]
-    return {"lead": float(lead.mean()), "lead_sd": sd, "lead_lower": float(lower)}
+    scale = sd * np.sqrt(1 + 1 / n)
+    lower = mean - stats.t.ppf(LEAD_LEVEL, n - 1) * scale if n > 1 else float(lead[0])
+    if n < 2:
+        chance = None
+    elif scale > 0:
+        chance = float(stats.t.cdf(-mean / scale, n - 1))
+    else:                                   # every held-out source gave the same lead
+        chance = float(mean < 0)
+    return {"lead": mean, "lead_sd": sd, "lead_lower": float(lower), "chance_below": chance}
 
 
 def per_input(scores: np.ndarray) -> dict[str, np.ndarray]:

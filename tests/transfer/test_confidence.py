@@ -107,6 +107,24 @@ def test_a_lead_on_every_held_out_source_names_the_baseline_only_when_it_spreads
     assert one == [] and np.isclose(b["lead_lower"], 0.02) and b["lead_sd"] == 0.0
 
 
+def test_the_chance_of_trailing_grades_the_lead_by_its_spread():
+    """``chance_below`` is the Student-t prediction's probability that one more device's lead is
+    negative: about a half for a lead centred on zero, small for a steady lead, larger as the
+    same mean lead spreads; none from a single held-out source."""
+    from scipy import stats
+    from nitro.transfer.confidence import lead_interval
+    centred = lead_interval(np.array([-0.02, 0.02, -0.01, 0.01]))["chance_below"]
+    assert abs(centred - 0.5) < 1e-9
+    steady = lead_interval(np.array([0.04, 0.06, 0.05, 0.05]))
+    spread = lead_interval(np.array([0.0, 0.10, 0.02, 0.08]))
+    assert steady["lead"] == spread["lead"] and steady["chance_below"] < 0.01 < spread["chance_below"] < 0.5
+    sd = np.std([0.0, 0.10, 0.02, 0.08], ddof=1)
+    assert np.isclose(spread["chance_below"], stats.t.cdf(-0.05 / (sd * np.sqrt(1.25)), 3))
+    assert lead_interval(np.array([0.03, 0.03]))["chance_below"] == 0.0      # no spread: its sign
+    assert lead_interval(np.array([-0.03, -0.03]))["chance_below"] == 1.0
+    assert lead_interval(np.array([0.02]))["chance_below"] is None
+
+
 def test_held_out_results_score_the_baselines_from_the_other_sources_true_best(odd_target):
     from nitro.metrics import fraction_of_optimum
     from nitro.transfer.cvdfs import held_out_results
