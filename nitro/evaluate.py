@@ -140,7 +140,8 @@ def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, 
     main, others = _groups(m, devices)
     if len(main) < 4:
         apart = f" (devices.csv's 'kind' sets apart {', '.join(others)}; --devices names the ones to use)" if others else ""
-        raise ValueError(f"leave-one-device-out needs at least 4 devices of one kind, got {main}{apart}")
+        raise ValueError(f"a cross-device evaluation needs at least 4 devices of one kind (a target and "
+                         f"{MIN_SOURCES} or more sources), got {main}{apart}")
     untimed = untimed_variants(m, main)
     variants = list(variants) if variants else [v for v in m.variants if v not in untimed]
     notes += [f"left out variant {v}: never timed on {', '.join(untimed[v])}" for v in m.variants

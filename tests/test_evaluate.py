@@ -130,6 +130,14 @@ def test_a_device_without_a_family_is_a_family_of_its_own_and_said_so(family_mea
     assert r["details"]["dev4"]["cvdfs"]["validated_without_family"]     # dev5 does not count as its sibling
 
 
+def test_too_few_devices_are_refused_with_what_an_evaluation_needs(family_measurements):
+    m, _ = family_measurements()
+    for holdout_by in ("device", "arch"):
+        with pytest.raises(ValueError, match=r"needs at least 4 devices of one kind \(a target and 3 or more "
+                                             r"sources\), got \['dev0', 'dev1', 'dev2'\]"):
+            evaluate(m, devices=["dev0", "dev1", "dev2"], methods=["cvdfs"], holdout_by=holdout_by)
+
+
 def test_devices_without_numeric_features_or_alike_in_all_of_them_are_said_so(family_measurements):
     m, _ = family_measurements()
     with pytest.raises(ValueError, match="devices.csv has no numeric device-feature column .*device, arch"):

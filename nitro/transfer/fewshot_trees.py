@@ -71,6 +71,10 @@ def fit_few_shot_trees(data: TransferData, sources: list[int], train: np.ndarray
 
 
 FOLDS = 5   # folds of the few-shot model's cross-validation on the target's timed inputs
+# Fewer timed target inputs than this and the trees can be worse than the zero-shot ensemble they
+# replace (400-matrix copies of the SpMV data: 1-3 inputs trailed it by up to 2.2 points, 7-14 led
+# it by 0.5-3.4); tune_from_source warns below it.
+ADVISED_INPUTS = 5
 
 
 def cross_validated_quality(data: TransferData, sources: list[int], train: np.ndarray, target: int,

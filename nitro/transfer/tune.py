@@ -25,7 +25,7 @@ from .confidence import estimate_quality, nearest_distances
 from .cvdfs import cv_dfs, family_groups, held_out_results
 from .data import TransferData, concatenate, stack_times
 from .fewshot import pick_inputs
-from .fewshot_trees import TreesRefit, cross_validated_quality, fit_few_shot_trees
+from .fewshot_trees import ADVISED_INPUTS, TreesRefit, cross_validated_quality, fit_few_shot_trees
 from .fit import export_model, transfer_scores
 from .pdfs import profile_dfs
 from .prepare import Prepared, shared_rows
@@ -405,6 +405,10 @@ def _few_shot(store, name, prep, t, budget, measure_target, features, provenance
     ok = np.isfinite(times).any(axis=1)
     if not ok.any():
         raise ValueError(f"{name}: no variant ran on the target for the {len(ids)} chosen inputs")
+    if ok.sum() < ADVISED_INPUTS:
+        warnings.warn(f"{name}: few-shot from {int(ok.sum())} input(s) timed on {target}: with fewer than "
+                      f"{ADVISED_INPUTS} the few-shot model can be worse than the zero-shot one it replaces; "
+                      f"give target_budget a count of {ADVISED_INPUTS} or more", stacklevel=3)
     cols = prep.features
     est = fit_few_shot_trees(data, prep.sources, prep.train, t, data.X[picks], times, cols)
     values = {data.device_features[c]: float(data.D[t, c]) for c in cols}
