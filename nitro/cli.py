@@ -256,6 +256,11 @@ def _target_budget(text: str) -> int | float:
     return value
 
 
+def _may_fall_below(chance: float | None) -> str:
+    """The estimate's warning that the model may trail a baseline, with its chance when known."""
+    return "; it may fall below it here" + ("" if chance is None else f" (chance about {100 * chance:.0f}%)")
+
+
 def cmd_tune_from_source(args):
     from .transfer.tune import tune_from_source
     store = _store(args)
@@ -305,9 +310,7 @@ def cmd_tune_from_source(args):
             lines.append(f"on held-out sources the model led {names[name]} on {b['model_ahead_on']} of "
                          f"{b['held_out_sources']} (their mean {100 * b['held_out_mean']:.1f}%; the model's lead "
                          f"{100 * b['lead']:+.1f} points, sd {100 * b['lead_sd']:.1f})"
-                         + ("; it may fall below it here" if name in c["may_trail"] else "")
-                         + (f" (chance about {100 * b['chance_below']:.0f}%)" if b.get("chance_below") is not None
-                            and name in c["may_trail"] else ""))
+                         + (_may_fall_below(b.get("chance_below")) if name in c["may_trail"] else ""))
         if c["level"] == "low":
             lines.append(f"estimate LOW ({'; '.join(c.get('low_because', []))}): {c['advice']}")
     lines.append(f"model written to {args.output}" if args.output else

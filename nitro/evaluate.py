@@ -347,9 +347,11 @@ def trail_calibration(targets: dict, details: dict) -> dict:
     Brier score of those chances against the falls (0 is perfect; always 0.5 scores 0.25)."""
     out = {}
     for name, method in BASELINE_METHODS.items():
-        pairs = [(details[d]["cvdfs"]["confidence"], res["cvdfs"] < res[method]) for d, res in targets.items()
-                 if "cvdfs" in res and method in res and "confidence" in details.get(d, {}).get("cvdfs", {})
-                 and name in details[d]["cvdfs"]["confidence"].get("baselines", {})]
+        pairs = []
+        for d, res in targets.items():
+            c = details.get(d, {}).get("cvdfs", {}).get("confidence")
+            if c and name in c["baselines"] and "cvdfs" in res and method in res:
+                pairs.append((c, res["cvdfs"] < res[method]))
         graded = [(c["baselines"][name]["chance_below"], fell) for c, fell in pairs
                   if c["baselines"][name].get("chance_below") is not None]
         if pairs:
@@ -443,9 +445,9 @@ def format_evaluation(r: dict) -> str:
         lines += [f"  {d}: " + "; ".join(conf[d].get("low_because", [])) for d in low]
         for name, label in (("best_single_source", "the best single source in hindsight"),
                             ("majority", "the sources' majority"), ("full_set_svm", "the full-set SVM")):
-            warned = [d + (f" ({100 * chance:.0f}%)" if (chance := c["baselines"][name].get("chance_below"))
-                           is not None else "")
-                      for d, c in conf.items() if name in c.get("may_trail", [])]
+            chance = {d: c["baselines"][name].get("chance_below") for d, c in conf.items()
+                      if name in c.get("may_trail", [])}
+            warned = [d if p is None else f"{d} ({100 * p:.0f}%)" for d, p in chance.items()]
             t = cal.get("trail", {}).get(name)
             lines.append(f"estimate 'may fall below {label}' (it did on a held-out source, or its lead there "
                          f"spreads to zero; chance it falls below) on: {', '.join(warned) or 'none'}"
