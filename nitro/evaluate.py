@@ -37,7 +37,7 @@ from .transfer.cvdfs import MIN_SOURCES, cv_dfs, family_groups
 from .transfer.coverage import untimed_variants
 from .transfer.data import TransferData, concatenate
 from .transfer.fewshot import pick_inputs
-from .transfer.fewshot_trees import cross_validated_quality, fit_few_shot_trees
+from .transfer.fewshot_trees import ADVISED_INPUTS, cross_validated_quality, fit_few_shot_trees
 from .transfer.fit import transfer_scores
 from .transfer.prepare import Prepared
 
@@ -111,12 +111,15 @@ def _enough_sources(idx: list[int], group: dict[int, str], holdout_by: str, name
 
 def _few_shot_budget_note(n_train: int) -> list[str]:
     """A note where few-shot budgets time the same number of inputs (few training inputs), so
-    that rows labelled with different shares are read as the same experiment."""
+    that rows labelled with different shares are read as the same experiment, or fewer than
+    :data:`ADVISED_INPUTS` (where the trees can trail the zero-shot ensemble)."""
     counts = {b: max(1, round(b * n_train)) for b in FEW_SHOT_BUDGETS}
-    if len(set(counts.values())) == len(counts):
+    few = min(counts.values()) < ADVISED_INPUTS
+    if len(set(counts.values())) == len(counts) and not few:
         return []
     shares = ", ".join(f"{100 * b:g}%: {n}" for b, n in counts.items())
-    return [f"few-shot budgets in inputs timed on the target, of {n_train} training inputs: {shares}"]
+    return [f"few-shot budgets in inputs timed on the target, of {n_train} training inputs: {shares}"
+            + (f" (below {ADVISED_INPUTS} the few-shot model can trail the zero-shot one)" if few else "")]
 
 
 def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, seed: int = 0):
