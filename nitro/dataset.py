@@ -287,6 +287,7 @@ def load_dataset_dir(directory) -> Measurements:
     inputs = _read_csv(directory, "inputs")
     if "input" not in inputs.columns:
         raise ValueError(f"{directory}/inputs: needs an 'input' column")
+    inputs = inputs.dropna(subset=["input"])           # a row naming no input is dropped, as on import
     inputs["input"] = inputs["input"].astype(str)
     repeated = inputs["input"][inputs["input"].duplicated()]
     if len(repeated):
@@ -314,10 +315,14 @@ def load_devices(directory: Path) -> tuple[pd.DataFrame, list[str]]:
     devices = _read_csv(directory, "devices")
     if "device" not in devices.columns:
         raise ValueError(f"{directory}/devices: needs a 'device' column")
+    unnamed = int(devices["device"].isna().sum())
+    devices = devices.dropna(subset=["device"])           # a row naming no device is dropped, said so
     devices["device"] = devices["device"].astype(str)
     repeated = devices["device"][devices["device"].duplicated()]
     if len(repeated):
         raise ValueError(f"{csv_path(directory, 'devices')}: device {repeated.iloc[0]!r} appears more than once "
                          f"({repeated.nunique()} devices repeated); give each device one row")
     devices = devices.set_index("device")
-    return split_device_columns(devices), mixed_column_notes(devices)
+    notes = [f"{csv_path(directory, 'devices')}: {unnamed} row{'s' * (unnamed != 1)} without a device name "
+             "left out"] if unnamed else []
+    return split_device_columns(devices), notes + mixed_column_notes(devices)

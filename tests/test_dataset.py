@@ -70,6 +70,19 @@ def test_a_device_or_input_given_twice_is_refused_by_name(tmp_path, stem, repeat
         load_dataset_dir(tmp_path)
 
 
+def test_rows_that_name_no_device_or_input_are_left_out_and_said_so(tmp_path):
+    """An empty name reads as NaN (kept as NaN by pandas' string columns): such a row is dropped,
+    with a note naming the file, instead of reaching the store as a device called nan."""
+    write_dataset(tmp_path, {"cores": [1, 2, 3]})
+    devices = pd.read_csv(tmp_path / "devices.csv")
+    pd.concat([devices, pd.DataFrame([{"device": None, "cores": 8}])]).to_csv(tmp_path / "devices.csv", index=False)
+    inputs = pd.read_csv(tmp_path / "inputs.csv")
+    pd.concat([inputs, pd.DataFrame([{"input": None, "size": 9.0}])]).to_csv(tmp_path / "inputs.csv", index=False)
+    m = load_dataset_dir(tmp_path)
+    assert list(m.devices.index) == ["d0", "d1", "d2"] and list(m.inputs.index) == ["i0", "i1", "i2", "i3"]
+    assert f"{tmp_path / 'devices.csv'}: 1 row without a device name left out" in m.notes
+
+
 @pytest.mark.dataset
 def test_the_shared_spmv_devices_keep_their_architecture(spmv_dataset):
     m = load_dataset_dir(spmv_dataset)

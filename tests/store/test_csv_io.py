@@ -29,6 +29,19 @@ def test_malformed_directory_writes_nothing(store, tmp_path):
     assert store.computations() == []
 
 
+def test_a_devices_row_without_a_name_is_left_out_of_the_import(store, tmp_path):
+    """Found by the property test of ``tests/test_input_properties.py``: an empty device name
+    reached the store's key check as NaN, an error that named no file."""
+    pd.DataFrame([{"device": "d1", "input": "i1", "variant": "a", "time_s": 1.0}]).to_csv(
+        tmp_path / "measurements.csv", index=False)
+    pd.DataFrame([{"input": "i1", "N": 0.0}]).to_csv(tmp_path / "inputs.csv", index=False)
+    pd.DataFrame([{"device": None, "cores": None}], columns=["device", "cores"]).to_csv(
+        tmp_path / "devices.csv", index=False)
+    result = import_computation(store, "x", tmp_path)
+    assert result["rows"] == 1 and store.devices("x") == ["d1"]
+    assert f"{tmp_path / 'devices.csv'}: 1 row without a device name left out" in result["notes"]
+
+
 def test_imports_the_shared_spmv_dataset(store, spmv_dataset):
     result = import_computation(store, "spmv", spmv_dataset)
     assert result["devices"] == 9

