@@ -27,6 +27,8 @@ import weakref
 from pathlib import Path
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from .watchdog import NAME as WATCHDOG_NAME
 
@@ -70,9 +72,7 @@ def release(client: redis.Redis) -> None:
     """End this process's use of the server: shut it down when no other process uses it (the
     watchdog does not count), else close this process's connections. Without retries: a server
     that is gone (killed) would otherwise hold the exit for seconds of redis-py's back-off."""
-    from redis.backoff import NoBackoff
-    from redis.retry import Retry
-    client.set_retry(Retry(NoBackoff(), 0))
+    client.set_retry(_no_retry())
     try:
         others = [c for c in client.client_list() if c.get("name") != WATCHDOG_NAME]
         if not _other_users(others):
@@ -117,14 +117,17 @@ def _remove_files(client: redis.Redis) -> None:
 def _once(socket_file: str, *command):
     """Send one command on a connection of its own, without the client's retries (redis-py
     reconnects with back-off for seconds when a SHUTDOWN closes the connection)."""
-    from redis.backoff import NoBackoff
-    from redis.retry import Retry
-    conn = redis.UnixDomainSocketConnection(path=socket_file, retry=Retry(NoBackoff(), 0))
+    conn = redis.UnixDomainSocketConnection(path=socket_file, retry=_no_retry())
     try:
         conn.send_command(*command)
         return conn.read_response()
     finally:
         conn.disconnect()
+
+
+def _no_retry() -> Retry:
+    """One try, no back-off: for a server that may be gone."""
+    return Retry(NoBackoff(), 0)
 
 
 def _ended(pid: int, seconds: float) -> bool:
