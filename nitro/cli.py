@@ -303,6 +303,9 @@ def cmd_tune_from_source(args):
                      f"({sampling}model's own estimate {100 * c['self_estimate']:.1f}, {held}); "
                      f"nearest source {c['nearest_source']}" + (", outside the sources' device features"
                                                                 if c["outside_sources"] else ""))
+        if p.get("validated_without_family"):
+            lines.append(f"family {p['target_metadata'].get('arch')}: no source shares it, so each source was "
+                         "validated held out with its own family, as this target is predicted")
         names = {"best_single_source": "the best single source's own fastest variants (chosen in hindsight)",
                  "majority": "the sources' majority fastest variant",
                  "full_set_svm": "the paper's full-set SVM (learner='svm' in Python)"}
@@ -370,10 +373,14 @@ def cmd_selftest(args):
 
 def cmd_devices(args):
     from . import devices
+    from .devices import lineage
     records = devices.describe_all(measure=not args.no_measure)
     lines = []
     for device_id, record in records.items():
         lines.append(f"{device_id}:")
+        if device_id != "gpu":      # "gpu" only says why no GPU is listed
+            meta = lineage.gpu_metadata(record) if "compute_capability" in record else devices.local_metadata(device_id)
+            lines.append("  " + ", ".join(f"{k} {v}" for k, v in meta.items()) + "  [metadata, not features]")
         for name, rec in record.items():
             value = "missing: " + rec["missing"] if rec.get("value") is None else f"{rec['value']:.4g} {rec['unit']}"
             lines.append(f"  {name:<24}{value:<40}[{rec['source']}]")

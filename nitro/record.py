@@ -142,6 +142,8 @@ def record_family(store: Store, family: str, directory, device_id: str | None = 
         store.put_device(device, record)
         _write_load(load_path, [{"computation": DEVICE_RECORD, "input": device, "foreign_cpu_share": device_share,
                                  "wall_s": wall, "attempts": tries}])
+    # kind, vendor and family beside the features: tune_from_source tells a new family by them
+    store.put_device_metadata(device, devices.local_metadata(device, store.device(device)), replace=False)
     (directory / "device.json").write_text(json.dumps({device: store.device(device)}, indent=1))
     store.declare(cv.name, cv.variant_names, cv.feature_names)
     # recorded: a stored row and a line quiet enough (a disturbed input is timed again)

@@ -95,7 +95,9 @@ class Autotuner:
         if cv.record:
             self.store.declare(cv.name, cv.variant_names, cv.feature_names)
             if self.store.device(device, missing_ok=True) is None:
-                self.store.put_device(device, devices_mod.local_record(device))
+                record = devices_mod.local_record(device)
+                self.store.put_device(device, record)
+                self.store.put_device_metadata(device, devices_mod.local_metadata(device, record), replace=False)
             if not remeasure:
                 recorded = {r.input_id: r for r in self.store.rows(cv.name, device)}
         ids = [self.training_ids[k] for k in picked]

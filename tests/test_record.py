@@ -4,10 +4,11 @@ import time
 import pandas as pd
 import pytest
 
-from nitro import cuda
+from nitro import cuda, devices
 from nitro.dataset import load_dataset_dir
 from nitro.measurement import TimingPolicy
 from nitro.record import record_family
+from nitro.devices.lineage import gpu_arch
 from nitro.store import Store
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="recording checks /proc/stat (Linux)")
@@ -29,6 +30,11 @@ def test_a_recorded_family_loads_as_a_dataset_and_a_second_run_resumes(clean_sto
     assert (r["measured"], r["resumed"], r["inputs"]) == (3, 0, 3)
     m = load_dataset_dir(tmp_path / "histogram")
     assert m.device_ids == ["cpu_recorded_here"] and len(m.inputs) == 3 and len(m.variants) >= 2
+    # kind, vendor and family go beside the features (tune_from_source tells a new family by them)
+    expected = devices.local_metadata("cpu_recorded_here")
+    assert m.device_metadata("kind") == {"cpu_recorded_here": "cpu"}
+    assert m.device_metadata("arch") == ({"cpu_recorded_here": expected["arch"]} if "arch" in expected else None)
+    assert set(m.device_feature_names).isdisjoint(expected)
     load = pd.read_csv(tmp_path / "foreign_load.csv")
     assert load["foreign_cpu_share"].between(0, 1).all()
     assert load.loc[load["computation"] == "device_record", "input"].tolist() == ["cpu_recorded_here"]
@@ -105,3 +111,4 @@ def test_a_gpu_family_records_under_its_gpu(clean_store, tmp_path):
     under this machine's CPU id."""
     r = record_family(clean_store, "histogram_cuda", tmp_path, n_train=1, n_test=0, **NO_WAIT)
     assert r["device"] == cuda.device_id() and clean_store.device(r["device"])["multiprocessors"]["value"] > 0
+    assert clean_store.device_metadata(r["device"])["arch"] == gpu_arch(clean_store.device(r["device"])["compute_capability"]["value"])

@@ -4,7 +4,7 @@ import time
 import numpy as np
 import pytest
 
-from nitro import TimingPolicy, autotuner, code_variant
+from nitro import TimingPolicy, autotuner, code_variant, devices
 from nitro.benchmarks import histogram
 from nitro.model import SelectorModel
 
@@ -22,6 +22,7 @@ def test_tune_records_trains_and_dispatches(store):
     assert sorted(r.input_id for r in rows) == sorted(ids)
     assert all(r.best in histogram.VARIANT_NAMES for r in rows)
     assert store.device("test_cpu")["cores"]["source"] == "query"
+    assert store.device_metadata("test_cpu") == devices.local_metadata("test_cpu")      # kind, vendor, family
     again = histogram.make_code_variant()
     again.model = SelectorModel.from_dict(store.model("histogram", "test_cpu"))
     for img in test:

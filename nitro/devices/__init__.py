@@ -1,7 +1,7 @@
 """Describing devices by features (query, datasheet, microbenchmark), with stable ids."""
 from .cpu import cpu_device_id, describe_cpu
 
-__all__ = ["cpu_device_id", "describe_cpu", "describe", "describe_all", "local_record", "current_device_id", "feature_values"]
+__all__ = ["cpu_device_id", "describe_cpu", "describe", "describe_all", "local_record", "local_metadata", "current_device_id", "feature_values"]
 
 
 def current_device_id() -> str:
@@ -52,6 +52,18 @@ def local_record(device_id: str, measure: bool = True) -> dict:
     with that id, else this CPU (ids of CPU measurements are free labels)."""
     index = None if device_id.startswith("cpu") else _gpu_index(device_id)
     return describe(f"gpu:{index}", measure) if index is not None else describe("cpu", measure)
+
+
+def local_metadata(device_id: str, record: dict | None = None) -> dict[str, str]:
+    """Metadata (``kind``, ``vendor``, ``arch``: :mod:`nitro.devices.lineage`) of the device
+    that :func:`local_record` describes for ``device_id``; a GPU's is read from its ``record``
+    (described without microbenchmarks when not given)."""
+    from . import lineage
+    from .cpu import _cpuinfo
+    index = None if device_id.startswith("cpu") else _gpu_index(device_id)
+    if index is None:
+        return lineage.cpu_metadata(_cpuinfo())
+    return lineage.gpu_metadata(record if record is not None else describe(f"gpu:{index}", measure=False))
 
 
 def describe_all(measure: bool = True) -> dict[str, dict]:

@@ -17,7 +17,7 @@ READER = (*_BASE, "~nitro:*")
 _RECORDED = ("nitro:schema", "nitro:computations", "nitro:devices", "nitro:device:*",
              "nitro:device_metadata:*", "nitro:proxy_profiles:*", "nitro:{*}:meta", "nitro:{*}:devices",
              "nitro:{*}:rows:*", "nitro:{*}:profiles:*")
-RECORDER = (*_BASE, "+hset", "+sadd", "+setnx", "+multi", "+exec", "+discard", "%R~nitro:*",
+RECORDER = (*_BASE, "+hset", "+hsetnx", "+sadd", "+setnx", "+multi", "+exec", "+discard", "%R~nitro:*",
             *(f"%W~{k}" for k in _RECORDED),
             "(+del ~nitro:device:*)")    # replacing a device's feature record deletes it first
 

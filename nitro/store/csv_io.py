@@ -55,7 +55,7 @@ def export_computation(store: Store, computation: str, directory, devices=None, 
         db.execute(f"CREATE TABLE inputs (input TEXT PRIMARY KEY{columns}) WITHOUT ROWID")
         db.execute("CREATE TABLE meas (device TEXT, input TEXT, k INTEGER, variant TEXT, time REAL)")
         add_input = f"INSERT OR IGNORE INTO inputs VALUES (?{', ?' * len(features)})"
-        devs = []
+        devs, meta_names = [], {}
         known = store.devices(computation)
         if isinstance(devices, str):
             devices = [devices]
@@ -78,13 +78,16 @@ def export_computation(store: Store, computation: str, directory, devices=None, 
             values = {k: v.get("value") for k, v in rec.items()}
             metadata = {k: v for k, v in store.device_metadata(device).items() if k not in values}
             devs.append({"device": device, **metadata, **values})
+            meta_names.update(dict.fromkeys(metadata))
         directory.mkdir(parents=True, exist_ok=True)
         measurements = _write_csv(directory / "measurements.csv", ["device", "input", "variant", "time_s"],
                                   db.execute("SELECT device, input, variant, time FROM meas GROUP BY device, input, k "   # HSCAN may give
                                              "ORDER BY device, input, k"))                              # an input twice
         inputs = _write_csv(directory / "inputs.csv", ["input", *features],
                             db.execute("SELECT * FROM inputs ORDER BY input"))
-    pd.DataFrame(devs).to_csv(directory / "devices.csv", index=False)
+    frame = pd.DataFrame(devs)      # the metadata (kind, vendor, arch) first, as the shared data has it
+    first = ["device", *meta_names]
+    frame[first + [c for c in frame.columns if c not in first]].to_csv(directory / "devices.csv", index=False)
     return {"devices": len(devs), "inputs": inputs, "measurements": measurements}
 
 

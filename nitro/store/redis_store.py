@@ -213,16 +213,25 @@ class Store:
             raise StoreError(f"unknown device {device_id!r}: the store has no features for it")
         return {k.decode(): _loads(v, f"feature of device {device_id!r}") for k, v in raw.items()}
 
-    def put_device_metadata(self, device_id: str, metadata: Mapping[str, str]):
+    def put_device_metadata(self, device_id: str, metadata: Mapping[str, str], replace: bool = True):
         """Add (or update) a device's metadata: name -> text (``vendor``, ``kind``, ``arch``).
-        Kept apart from its features so that no learner ever takes them for one."""
+        Kept apart from its features so that no learner ever takes them for one. With
+        ``replace=False`` a name already recorded keeps its value (what an import or a user set
+        wins over what nitro reads from the device)."""
         for name, value in metadata.items():
             if not (isinstance(name, str) and name and isinstance(value, str) and value):
                 raise ValueError(f"device metadata of {device_id!r} must map names to non-empty strings, "
                                  f"got {name!r}: {value!r}")
-        if metadata:
-            self._call(self.client.hset, keys.device_metadata(device_id),
-                       mapping={n: _dumps(v) for n, v in metadata.items()})
+        if not metadata:
+            return
+        key = keys.device_metadata(device_id)
+        if replace:
+            self._call(self.client.hset, key, mapping={n: _dumps(v) for n, v in metadata.items()})
+            return
+        pipe = self.client.pipeline(transaction=True)
+        for n, v in metadata.items():
+            pipe.hsetnx(key, n, _dumps(v))
+        self._call(pipe.execute)
 
     def device_metadata(self, device_id: str) -> dict[str, str]:
         """A device's metadata (``{}`` when none is recorded)."""

@@ -35,19 +35,22 @@ def _device_frame(records: dict[str, dict]) -> pd.DataFrame:
     return pd.DataFrame({d: devices_mod.feature_values(r) for d, r in records.items()}).T
 
 
-def _target_metadata(store: Store, target: str, target_features) -> dict[str, str]:
-    """The target's metadata: the text values of ``target_features`` (``{"kind": "gpu"}``),
-    else the store's, else ``kind: cpu`` for this machine's CPU, which is described here."""
+def _target_metadata(store: Store, target: str, target_features, record: dict, described: bool) -> dict[str, str]:
+    """The target's metadata: the text values of ``target_features`` (``{"kind": "gpu",
+    "arch": "hopper"}``), else the store's, to which a device of this machine ``described``
+    here (its ``record``) adds what it reports (:func:`_described_metadata`)."""
     if target_features is not None:
         return {n: v for n, v in dict(target_features).items() if isinstance(v, str)}
-    if store.device(target, missing_ok=True) is not None:
-        return store.device_metadata(target)
-    return _described_metadata(target)
+    stored = store.device_metadata(target)
+    return {**_described_metadata(target, record), **stored} if described else stored
 
 
-def _described_metadata(target: str) -> dict[str, str]:
-    """The metadata of a device of this machine that ``describe`` measures: its CPU, else a GPU."""
-    return {"kind": "cpu" if target == devices_mod.current_device_id() else "gpu"}
+def _described_metadata(target: str, record: dict | None = None) -> dict[str, str]:
+    """The metadata of a device of this machine that ``describe`` measures: its CPU, else a GPU
+    (its vendor and family read from its ``record`` once described)."""
+    if target == devices_mod.current_device_id():
+        return devices_mod.local_metadata(target)
+    return devices_mod.local_metadata(target, record) if record is not None else {"kind": "gpu"}
 
 
 def _target_record(store: Store, target: str, target_features, keep: bool = False) -> dict:
@@ -70,7 +73,7 @@ def _target_record(store: Store, target: str, target_features, keep: bool = Fals
     if keep:   # measured once: later models, refits and rows of this device read the same figures
         try:
             store.put_device(target, record)      # with its kind, which chooses the default sources
-            store.put_device_metadata(target, _described_metadata(target))
+            store.put_device_metadata(target, _described_metadata(target, record), replace=False)
         except Exception as exc:  # a read-only store still gets its model built
             warnings.warn(f"{target}: its device record could not be stored ({type(exc).__name__}: {exc}); "
                           "it is measured again next time", stacklevel=3)
@@ -95,7 +98,9 @@ def _load(store: Store, name: str, variants, features, sources, target, target_f
                          f"{meta['features']}, not {list(variants)} and {list(features)}")
     target = target or devices_mod.current_device_id()
     recorded = store.devices(name)
-    target_meta = _target_metadata(store, target, target_features)
+    described = target_features is None and store.device(target, missing_ok=True) is None
+    target_record = _target_record(store, target, target_features, keep=keep_target)
+    target_meta = _target_metadata(store, target, target_features, target_record, described)
     sources, sources_left_out = (list(sources), {}) if sources else _default_sources(store, name, target, target_meta)
     missing = [s for s in sources if s not in recorded]
     if missing:
@@ -105,7 +110,7 @@ def _load(store: Store, name: str, variants, features, sources, target, target_f
     if not sources:
         raise ValueError(f"{name}: no source device has training rows in the store")
     records = {**{s: store.device(s) for s in sources},
-               target: _target_record(store, target, target_features, keep=keep_target)}
+               target: target_record}
     rows = {s: store.rows(name, s) for s in progress_bar(sources, desc="reading rows", unit="source", enabled=progress)}
     m = Measurements.from_rows(rows, list(variants),
                                list(features), devices=_device_frame(records))
@@ -117,7 +122,7 @@ def _load(store: Store, name: str, variants, features, sources, target, target_f
     t = data.device_index(target)
     _, train, _ = shared_rows(data, sources, np.arange(len(data.inputs)), extra_devices=[target])
     provenance = {"method": "tune_from_source", "target": target, "sources": sources,
-                  "sources_left_out": sources_left_out, "variants": choice.variants,
+                  "target_metadata": target_meta, "sources_left_out": sources_left_out, "variants": choice.variants,
                   "variants_left_out": choice.left_out, "n_training_rows": int(len(train) * len(sources))}
     return data, t, provenance
 
@@ -316,7 +321,7 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
         provenance["p_dfs"] = selected
         candidates = selected
     subsets = [candidates]
-    groups = _new_family_groups(store, sources, target)
+    groups = _new_family_groups(store, sources, provenance["target_metadata"].get("arch"))
     if groups:
         provenance["validated_without_family"] = True
     if sdfs:
@@ -371,13 +376,12 @@ def _learner_check(est, prep, t: int, cols: list[int]) -> dict:
             "choices": {v: int(c) for v, c in zip(data.variants, counts)}, "warning": warning}
 
 
-def _new_family_groups(store: Store, sources: list[str], target: str) -> dict[int, str] | None:
-    """Source index → architecture family, when the store's device metadata gives every
-    device's ``arch`` and the target's is not among the sources' (validate as used: without
-    each source's family); ``None`` otherwise (:func:`nitro.transfer.cvdfs.family_groups`)."""
-    devices = [*sources, target]          # in the order of the transfer data's devices
-    return family_groups({i: (store.device_metadata(d) or {}).get("arch") for i, d in enumerate(devices)},
-                         list(range(len(sources))), len(sources))
+def _new_family_groups(store: Store, sources: list[str], target_arch: str | None) -> dict[int, str] | None:
+    """Source index → architecture family (the store's device metadata), when the target's
+    family ``target_arch`` is known and not among the sources' (validate as used: without each
+    source's family); ``None`` otherwise (:func:`nitro.transfer.cvdfs.family_groups`)."""
+    family = {i: (store.device_metadata(d) or {}).get("arch") for i, d in enumerate(sources)}
+    return family_groups({**family, len(sources): target_arch}, list(range(len(sources))), len(sources))
 
 
 def _few_shot(store, name, prep, t, budget, measure_target, features, provenance, zero_shot_scores) -> SelectorModel:

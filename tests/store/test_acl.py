@@ -113,6 +113,8 @@ def test_recorder_records_rows_but_cannot_delete_or_write_models(users, caplog):
     recorder.put_device("dev", {"cores": {"value": 2.0}})          # replaces its own record
     recorder.put_device("dev", {"cores": {"value": 4.0}})
     recorder.put_device_metadata("dev", {"kind": "cpu"})
+    recorder.put_device_metadata("dev", {"kind": "gpu", "arch": "zen5"}, replace=False)   # what nitro reads
+    assert recorder.device_metadata("dev") == {"kind": "cpu", "arch": "zen5"}
     cv = code_variant("inc", [abs, float], {"x": float})
     cv.record, cv.device_id = True, "dev"
     tuner = autotuner("inc", store=recorder, progress=False,

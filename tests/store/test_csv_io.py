@@ -99,6 +99,8 @@ def test_device_metadata_is_kept_apart_from_features_through_import_and_export(s
     assert back.device_feature_names == ["cores"]
     assert back.device_metadata("kind") == {"g1": "gpu", "c1": "cpu"}
     assert back.device_metadata("arch") == {"g1": "volta", "c1": None}
+    header = pd.read_csv(tmp_path / "out" / "devices.csv").columns.tolist()   # c1, first, has no arch
+    assert header[0] == "device" and set(header[1:3]) == {"kind", "arch"} and header[3:] == ["cores"]
 
 
 def test_device_metadata_must_be_text(store):

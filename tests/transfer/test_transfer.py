@@ -295,7 +295,35 @@ def test_this_machines_record_measured_for_a_model_is_stored(store):
     record = store.device(here)
     assert model.provenance["target"] == here and set(model.provenance["target_features"]) <= set(record)
     assert all(record[f]["value"] == v for f, v in model.provenance["target_features"].items())
-    assert store.device_metadata(here) == {"kind": "cpu"}          # the default sources stay of its kind
+    # with its kind (the default sources stay of it), vendor and family (a new family is told)
+    assert store.device_metadata(here) == devices.local_metadata(here) and store.device_metadata(here)["kind"] == "cpu"
+
+
+def test_a_target_of_a_family_its_sources_lack_is_validated_without_each_sources_family(store):
+    """This machine's family, read from its CPU, or one given with the target's features: where
+    no source shares it, each source is held out with its own family, as the target will be."""
+    from nitro import devices
+    from nitro.measurement import TrainingRow
+    rng = np.random.default_rng(0)
+    store.declare("mine", ["a", "b"], ["x"])
+    for i, cores in enumerate((2.0, 8.0, 32.0, 64.0)):
+        store.put_device(f"src{i}", {"cores": {"value": cores, "unit": "", "source": "test"},
+                                     "threads": {"value": 2 * cores, "unit": "", "source": "test"}})
+        store.put_device_metadata(f"src{i}", {"kind": "cpu", "arch": "family_a" if i < 2 else "family_b"})
+        for j, x in enumerate(rng.uniform(1, 1e4, 40)):
+            store.put_row("mine", f"src{i}", TrainingRow(f"in{j}", {"x": float(x)},
+                                                          {"a": x / cores, "b": 100.0 + x / (4 * cores)}))
+    here = tune_from_source(store, "mine", ["a", "b"], ["x"], progress=False, save=False).provenance
+    arch = devices.local_metadata(devices.current_device_id()).get("arch")
+    assert here["target_metadata"].get("arch") == arch
+    assert here.get("validated_without_family", False) == (arch is not None)
+    kw = dict(target="elsewhere", progress=False, save=False)
+    given = tune_from_source(store, "mine", ["a", "b"], ["x"], target_features={"cores": 16.0, "threads": 32.0,
+                                                                               "arch": "family_c"}, **kw).provenance
+    assert given["validated_without_family"] and given["target_metadata"] == {"arch": "family_c"}
+    sibling = tune_from_source(store, "mine", ["a", "b"], ["x"], target_features={"cores": 16.0, "threads": 32.0,
+                                                                                 "arch": "family_b"}, **kw).provenance
+    assert "validated_without_family" not in sibling
 
 
 def test_device_features_unknown_on_the_target_are_named(store):
