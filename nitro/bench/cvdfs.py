@@ -19,7 +19,8 @@ from ..transfer.prepare import Prepared
 
 def _scratch_fit(prep: Prepared, temp: int, subset: list[int], lam: float) -> np.ndarray:
     """Predictions for ``temp`` on the training inputs by a direct solve of the full
-    (inputs·sources)² Kronecker system: what CV-DFS would cost without the shared basis."""
+    (inputs·sources)² Kronecker system, the inputs' weights on its ridge: what CV-DFS would
+    cost without the shared basis."""
     rest = [s for s in prep.sources if s != temp]
     Kd, kd = device_kernel(prep.D[:, subset], rest, temp)
     Kx = rbf(prep.grid.X, prep.grid.X, prep.grid.gamma_x)
@@ -27,7 +28,8 @@ def _scratch_fit(prep: Prepared, temp: int, subset: list[int], lam: float) -> np
     mu = Y.mean(axis=(0, 1))
     n, m, v = Y.shape
     K = np.kron(Kd, Kx)                                           # device-major blocks
-    alpha = np.linalg.solve(K + lam * np.eye(n * m), (Y - mu).transpose(1, 0, 2).reshape(n * m, v))
+    ridge = np.tile(lam / prep.grid.sw ** 2, m)                   # λ·W⁻¹ on every source's block
+    alpha = np.linalg.solve(K + np.diag(ridge), (Y - mu).transpose(1, 0, 2).reshape(n * m, v))
     return np.kron(kd[None, :], Kx) @ alpha + mu
 
 

@@ -33,6 +33,32 @@ def fraction_targets(times: np.ndarray) -> np.ndarray:
     return t.min(axis=-1, keepdims=True) / t
 
 
+TIME_WEIGHT = 0.5   # power of an input's typical fastest time in its weight (time_weights)
+
+
+def time_weights(times: np.ndarray, power: float = TIME_WEIGHT) -> np.ndarray:
+    """A weight per input for the cross-device fit from ``times`` (sources × inputs × variants):
+    ``(t / median t)^power`` over the inputs, ``t`` the geometric mean over the sources of the
+    input's fastest time, capped at its 99th percentile and normalised to mean 1.
+
+    Why: inputs near the launch floor (most of a tuning set) all take about the same time, and
+    there the devices differ by noise and launch cost, not by what their features describe; the
+    large inputs hold the time that a wrong choice costs and show the devices' differences. The
+    square root (``power`` 0.5) sits between every input alike (0) and weights in proportion to
+    time (1), which lets a few inputs decide the fit; the cap keeps one outlier from doing so.
+    Measured on the SpMV data (benchmarks/README "Weighting the inputs by their time")."""
+    t = np.where(np.isfinite(times) & (times > 0), times, np.inf).min(axis=-1)     # fastest per source, input
+    timed = np.isfinite(t)
+    count = timed.sum(axis=0)
+    typical = np.where(timed, np.log(np.where(timed, t, 1.0)), 0.0).sum(axis=0) / np.maximum(count, 1)
+    if not count.any():
+        return np.ones(t.shape[1])
+    typical = np.where(count > 0, typical, np.median(typical[count > 0]))          # untimed: a median input
+    ratio = np.exp(typical - np.median(typical))
+    w = np.minimum(ratio, np.percentile(ratio, 99)) ** power
+    return w / w.mean()
+
+
 EXACT_MAX = 2000        # training inputs up to which the input kernel is exact (an n×n eigenproblem)
 N_COMPONENTS = 800      # Nyström landmarks beyond: cost O(n·m²), memory O(n·m), an exported model of m centres
 CHUNK = 8192            # rows of an input kernel computed at a time
@@ -89,6 +115,11 @@ class KronKRRGrid:
     10,000 training inputs, 400 landmarks lost 0.3 points against 800, and 1,600 gained 0.1.)
     ``n_components=None`` forces the exact path, an int forces that many landmarks.
 
+    ``weights`` (one per training input, :func:`time_weights`) weigh each input's squared
+    errors in the fit, on every device alike: the fit is the kernel ridge solution of
+    ``S K_x S`` (``S = diag(√w)``) on ``S·Y``, whose expansion is ``S`` times that model's, so
+    the Kronecker algebra, CV-DFS and the exported model are unchanged.
+
     ``max_centres`` bounds the exported expansion, so that a compiled call stays within the
     dispatch budget (:mod:`nitro.learn.budget`; ``"auto"``: 686 centres with 12 features, 504
     with 21): the Nyström path takes no more landmarks, and a fit with more centres (the exact
@@ -97,8 +128,12 @@ class KronKRRGrid:
     """
 
     def __init__(self, X: np.ndarray, Y: np.ndarray, gamma_x: float | None = None,
-                 n_components: int | str | None = "auto", max_centres: int | str | None = "auto", seed: int = 0):
+                 n_components: int | str | None = "auto", max_centres: int | str | None = "auto", seed: int = 0,
+                 weights: np.ndarray | None = None):
         self.X = X
+        self.sw = np.ones(len(X)) if weights is None else np.sqrt(np.asarray(weights, dtype=float))
+        if self.sw.shape != (len(X),) or not (np.isfinite(self.sw).all() and (self.sw > 0).all()):
+            raise ValueError(f"weights must be {len(X)} finite positive numbers, one per training input")
         informative = int((np.ptp(X, axis=0) > 0).sum()) if len(X) else X.shape[1]   # constant columns add no distance
         self.gamma_x = gamma_x if gamma_x is not None else 1.0 / max(informative, 1)
         bound = resolve_max_centres(max_centres, X.shape[1])
@@ -107,7 +142,7 @@ class KronKRRGrid:
         if n_components is not None and not (isinstance(n_components, (int, np.integer)) and n_components >= 1):
             raise ValueError(f"n_components must be 'auto', None or a positive int, not {n_components!r}")
         if n_components is None or n_components >= len(X):
-            ev, self.U = np.linalg.eigh(rbf(X, X, self.gamma_x))
+            ev, self.U = np.linalg.eigh(self.sw[:, None] * rbf(X, X, self.gamma_x) * self.sw[None, :])
             self.ev = np.maximum(ev, 0.0)
             self.centers, self._to_centers = X, None
         else:
@@ -116,17 +151,17 @@ class KronKRRGrid:
         if bound is not None and len(self.centers) > bound:
             self._reexpress(bound, seed)
         self.Y = Y
-        self.UtY = np.einsum("ni,nmc->imc", self.U, Y)
-        self.Ut1 = self.U.sum(axis=0)
+        self.UtY = np.einsum("ni,nmc->imc", self.U, self.sw[:, None, None] * Y)
+        self.Ut1 = self.U.T @ self.sw
 
     def _nystroem(self, m: int, seed: int):
         """``U`` (n×r), ``ev`` and the map from eigenbasis weights to landmark weights, from
-        ``Φ = K_xC K_CC^{-1/2}`` (``ΦΦᵀ`` approximates ``K_x``) and the eigenproblem of ``ΦᵀΦ``."""
+        ``Φ = S K_xC K_CC^{-1/2}`` (``ΦΦᵀ`` approximates ``S K_x S``) and the eigenproblem of ``ΦᵀΦ``."""
         self.centers = self.X[landmarks(self.X, m, seed)]
         s, Q = np.linalg.eigh(rbf(self.centers, self.centers, self.gamma_x))
         keep = s > 1e-10 * s.max()
         root = Q[:, keep] / np.sqrt(s[keep])                        # K_CC^{-1/2} on its range (m×r)
-        Phi = rbf_dot(self.X, self.centers, self.gamma_x, root)      # n×r
+        Phi = self.sw[:, None] * rbf_dot(self.X, self.centers, self.gamma_x, root)      # n×r
         sig2, V = np.linalg.eigh(Phi.T @ Phi)
         keep = sig2 > 1e-10 * sig2.max()
         sig2, V = sig2[keep], V[:, keep]
@@ -149,7 +184,7 @@ class KronKRRGrid:
         for i in range(0, len(rows), CHUNK):
             K = rbf(self.X[rows[i:i + CHUNK]], C, self.gamma_x)
             G += K.T @ K
-            B += K.T @ self.U[rows[i:i + CHUNK]]
+            B += K.T @ (self.U[rows[i:i + CHUNK]] / self.sw[rows[i:i + CHUNK], None])
         self._to_centers = reexpression_weights(G, B * self.ev, rbf(C, C, self.gamma_x), len(rows))
         self.centers = C
 
@@ -164,20 +199,20 @@ class KronKRRGrid:
         return np.einsum("ijc,j->ic", W, V.T @ kd), mu
 
     def predict_train(self, h, mu):
-        return self.U @ (self.ev[:, None] * h) + mu
+        return self.U @ (self.ev[:, None] * h) / self.sw[:, None] + mu
 
-    def predict_train_many(self, duals: list[tuple], U: np.ndarray | None = None) -> np.ndarray:
+    def predict_train_many(self, duals: list[tuple], rows: np.ndarray | None = None) -> np.ndarray:
         """Predictions (n, len(duals), v) of several models ``(h, mu)`` on the training inputs
-        (or on the rows ``U`` of the basis), by one product with the basis: it is read once
-        for all of them, not once per model."""
-        U = self.U if U is None else U
+        (or on those at ``rows``), by one product with the basis: it is read once for all of
+        them, not once per model."""
+        U, sw = (self.U, self.sw) if rows is None else (self.U[rows], self.sw[rows])
         H = np.stack([self.ev[:, None] * h for h, _ in duals], axis=1)          # (r, c, v)
-        P = (U @ H.reshape(len(self.ev), -1)).reshape(len(U), len(duals), -1)
+        P = (U @ H.reshape(len(self.ev), -1)).reshape(len(U), len(duals), -1) / sw[:, None, None]
         return P + np.stack([mu for _, mu in duals])[None]
 
     def weights(self, h):
         """Expansion weights ``β`` so that ``f(x) = rbf(x, centers) @ β + mu``."""
-        return self.U @ h if self._to_centers is None else self._to_centers @ h
+        return self.sw[:, None] * (self.U @ h) if self._to_centers is None else self._to_centers @ h
 
 
 def device_kernel(D: np.ndarray, sources: list[int], target: int, gamma: float | None = None):

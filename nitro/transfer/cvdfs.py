@@ -151,11 +151,10 @@ def _score_all(prep: Prepared, temp: int, candidates: list[tuple], lam: float, g
     ``SCORE_MAX`` of them); ``batch`` models share one pass over the input basis."""
     rows = score_rows(len(prep.train))
     times = prep.data.times[temp, prep.train[rows]]
-    U = prep.grid.U[rows]
     duals = held_out_duals(prep, temp, candidates, lam, groups)
     scores = []
     for i in range(0, len(duals), batch):
-        P = prep.grid.predict_train_many(duals[i:i + batch], U)
+        P = prep.grid.predict_train_many(duals[i:i + batch], rows)
         scores += [fraction_of_optimum(times, P[:, j].argmax(axis=1)) for j in range(P.shape[1])]
     return np.array(scores)
 

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..learn.kron import KronKRRGrid, fraction_targets, signed_log
+from ..learn.kron import TIME_WEIGHT, KronKRRGrid, fraction_targets, signed_log, time_weights
 from ..learn.preprocessing import input_units
 from .data import TransferData
 
@@ -51,10 +51,12 @@ class Prepared:
 
     @classmethod
     def build(cls, data: TransferData, sources, train: np.ndarray, extra_devices=(),
-              n_components: int | str | None = "auto", max_centres: int | str | None = "auto") -> "Prepared":
+              n_components: int | str | None = "auto", max_centres: int | str | None = "auto",
+              time_weight: float = TIME_WEIGHT) -> "Prepared":
         """Arrays for ``sources`` on those of the training inputs ``train`` they can learn from;
         ``n_components``: the input kernel's basis, ``max_centres``: the bound on the exported
-        expansion (:class:`~nitro.learn.kron.KronKRRGrid`)."""
+        expansion (:class:`~nitro.learn.kron.KronKRRGrid`); ``time_weight``: the power of the
+        inputs' times in their weights (:func:`~nitro.learn.kron.time_weights`, 0: all alike)."""
         sources, train, features = shared_rows(data, sources, train, extra_devices)
         unit = input_units(data.X[train])
         Xl = signed_log(data.X * (1.0 / unit))
@@ -63,9 +65,11 @@ class Prepared:
         scale = np.where(scale > 0, scale, 1.0)
         X = (Xl - mean) / scale
         Y = np.zeros((len(train), len(data.devices), len(data.variants)))
-        Y[:, sources] = fraction_targets(data.times[sources][:, train]).transpose(1, 0, 2)
+        times = data.times[sources][:, train]
+        Y[:, sources] = fraction_targets(times).transpose(1, 0, 2)
+        weights = time_weights(times, time_weight) if time_weight else None
         return cls(data, sources, train, features, X, mean, scale, unit, signed_log(np.nan_to_num(data.D)),
-                   KronKRRGrid(X[train], Y, n_components=n_components, max_centres=max_centres))
+                   KronKRRGrid(X[train], Y, n_components=n_components, max_centres=max_centres, weights=weights))
 
     def input_params(self) -> dict:
         """How an exported kernel model transforms its raw input features, as this did:

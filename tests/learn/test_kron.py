@@ -120,3 +120,45 @@ def test_constant_input_columns_do_not_widen_the_input_kernel():
     Y = rng.uniform(0, 1, (40, 2, 2))
     padded = np.hstack([X, np.zeros((40, 20))])
     assert KronKRRGrid(padded, Y).gamma_x == KronKRRGrid(X, Y).gamma_x == 1 / 3
+
+
+def test_a_weighted_fit_is_the_weighted_kernel_ridge_solution():
+    """Weights per input: the grid's shared-basis fit equals a direct solve of
+    ``(K_d ⊗ K_x + λ·I ⊗ W⁻¹) α = y``, and the expansion it exports reproduces it, exact or Nyström."""
+    X, D, Y = _grid_data(n=120)
+    w = np.random.default_rng(4).uniform(0.2, 5.0, len(X))
+    sources, target = [0, 1, 2], 3
+    Kd, kd = device_kernel(D, sources, target)
+    Kx = rbf(X, X, 1 / X.shape[1])
+    mu = Y[:, sources].mean(axis=(0, 1))
+    n, m = len(X), len(sources)
+    alpha = np.linalg.solve(np.kron(Kd, Kx) + np.diag(np.tile(1 / w, m)),
+                            (Y[:, sources] - mu).transpose(1, 0, 2).reshape(n * m, -1))
+    want = np.kron(kd[None, :], Kx) @ alpha + mu
+    grid = KronKRRGrid(X, Y, weights=w)
+    h, mu_g = grid.dual(sources, Kd, kd, 1.0)
+    np.testing.assert_allclose(grid.predict_train(h, mu_g), want, atol=1e-8)
+    np.testing.assert_allclose(rbf(X, grid.centers, grid.gamma_x) @ grid.weights(h) + mu_g, want, atol=1e-8)
+    assert np.abs(want - KronKRRGrid(X, Y).predict_train(*_fit(KronKRRGrid(X, Y), D, sources, target))).max() > 1e-3
+    small = KronKRRGrid(X, Y, weights=w, n_components=30)
+    h, mu_s = small.dual(sources, Kd, kd, 1.0)
+    np.testing.assert_allclose(rbf(X, small.centers, small.gamma_x) @ small.weights(h) + mu_s,
+                               small.predict_train(h, mu_s), atol=1e-8)
+    np.testing.assert_allclose(small.predict_train_many([(h, mu_s)], np.arange(0, n, 7))[:, 0],
+                               small.predict_train(h, mu_s)[::7], atol=1e-10)
+    with pytest.raises(ValueError, match="weights"):
+        KronKRRGrid(X, Y, weights=np.zeros(len(X)))
+
+
+def test_time_weights_grow_with_an_inputs_time_up_to_a_cap():
+    from nitro.learn.kron import time_weights
+    rng = np.random.default_rng(5)
+    scale = np.exp(np.linspace(-3, 6, 200))                    # inputs from tiny to large
+    times = scale[None, :, None] * rng.uniform(1, 2, (3, 200, 4))
+    times[1, 10, :] = np.nan                                   # one source timed nothing there
+    w = time_weights(times)
+    assert np.isclose(w.mean(), 1.0) and np.all(w > 0)
+    assert np.corrcoef(np.log(scale), np.log(w))[0, 1] > 0.99  # the square root of the time, roughly
+    assert (w == w.max()).sum() >= 2                           # the largest 1% capped at one value
+    assert np.allclose(time_weights(times, 0.0), 1.0)
+    assert np.allclose(time_weights(np.full((2, 5, 3), np.nan)), 1.0)
