@@ -199,6 +199,10 @@ def cmd_bench_variants(args):
     _emit(args, result, format_variants(result))
 
 
+TIME_WEIGHT_HELP = ("weight each training input of the kernel models by its typical fastest time to this power "
+                    "(0, the default: every input alike; 0.5 favours the inputs that take the most time, for the "
+                    "total time of many calls over the mean %% of the optimum per input)")
+
 ONLINE_DEFAULTS = {"passes": 10, "stream": None, "budget": 0.02, "time_budget": 0.01, "candidates": 2,
                    "quantile": 0.25, "refit_every": 16, "refit": "trees", "zero_shot": "full"}
 
@@ -223,13 +227,14 @@ def cmd_evaluate(args):
                                  candidates=args.candidates or None, quantile=args.quantile,
                                  refit_every=args.refit_every, cvdfs=args.zero_shot == "cvdfs",
                                  max_size=args.max_subset_size, n_jobs=args.n_jobs, refit=args.refit,
-                                 progress=not args.json)
+                                 progress=not args.json, time_weight=args.time_weight)
         _emit(args, result, format_online(result))
         return
     from .evaluate import evaluate, evaluate_splits, format_evaluation, format_splits
     options = dict(variants=_split(args.variants), devices=_split(args.devices), test_size=args.test_size,
                    methods=_split(args.methods), max_size=args.max_subset_size, k=args.k, n_jobs=args.n_jobs,
-                   progress=not args.json, cross_features=args.cross_features, holdout_by=args.holdout_by)
+                   progress=not args.json, cross_features=args.cross_features, holdout_by=args.holdout_by,
+                   time_weight=args.time_weight)
     if args.seeds:
         if args.plot:
             raise ValueError("--plot draws one split's figures: give --seed, not --seeds")
@@ -271,7 +276,7 @@ def cmd_tune_from_source(args):
                              profiling_based_dfs=args.p_dfs, search_based_dfs=args.cv_dfs, k=args.k,
                              max_subset_size=args.max_subset_size, selection=args.selection,
                              n_jobs=args.n_jobs, progress=not args.json, keep_variants=_split(args.variants),
-                             target_budget=args.target_budget, save=args.output is None)
+                             target_budget=args.target_budget, save=args.output is None, time_weight=args.time_weight)
     if args.output:
         Path(args.output).write_text(json.dumps(model.to_dict()))
     p = model.provenance
@@ -503,6 +508,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-subset-size", type=int, default=3)
     p.add_argument("--n-jobs", type=int, default=None)
     p.add_argument("--plot", metavar="DIR", help="write PNG figures to DIR")
+    p.add_argument("--time-weight", type=float, default=0.0, metavar="POWER", help=TIME_WEIGHT_HELP)
     online = p.add_argument_group("--online: replay refining mode on each target's recorded times")
     online.add_argument("--online", action="store_true",
                         help="replay a stream of training inputs through refining mode from the zero-shot model")
@@ -542,6 +548,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "from N of the target's training inputs (a count, or a fraction such as 0.02), chosen by k-means "
                    "among the inputs the target already has recorded in the store (measuring new ones runs the "
                    "variants: Autotuner.tune_from_source in Python)")
+    p.add_argument("--time-weight", type=float, default=0.0, metavar="POWER", help=TIME_WEIGHT_HELP)
     p.add_argument("-o", "--output", metavar="JSON", help="write the model to this file instead of the store "
                    "(for a read-only store user)")
     p.set_defaults(func=cmd_tune_from_source)

@@ -28,6 +28,7 @@ from joblib import Parallel, delayed
 
 from .dataset import Measurements
 from .learn import SELECTORS, SVMSelector, fit_selector
+from .learn.kron import TIME_WEIGHT, check_time_weight
 from .metrics import fraction_of_optimum, majority_vote, random_fraction
 from .progress import progress_bar
 from .transfer.analysis import architecture_sensitivity, best_variant_histogram, device_cosine_similarity
@@ -191,10 +192,13 @@ def _few_shot_choices(data, sources, train, t, picks, feats, Xte) -> np.ndarray:
 
 def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.5, seed: int = 0,
              methods=None, max_size: int = 3, k: int = 1, n_jobs: int | None = None,
-             progress: bool = False, cross_features: str = "cvdfs", holdout_by: str = "device") -> dict:
+             progress: bool = False, cross_features: str = "cvdfs", holdout_by: str = "device",
+             time_weight: float = TIME_WEIGHT) -> dict:
     """Evaluate every method with each device of the main group as the target (see module doc).
     Methods named after selectors (``svm``, ``regression``, ... in :data:`nitro.learn.SELECTORS`)
-    are compared side by side on- and cross-device (:mod:`nitro.comparison`)."""
+    are compared side by side on- and cross-device (:mod:`nitro.comparison`). ``time_weight``:
+    the kernel models' weighting of the training inputs by their time (:func:`nitro.learn.kron.time_weights`)."""
+    time_weight = check_time_weight(time_weight)
     methods = list(methods or METHODS)
     unknown = set(methods) - set(METHODS) - set(SELECTORS)
     if unknown:
@@ -244,7 +248,7 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
         if "full_set_svm" in methods:
             pick["full_set_svm"] = full_set_svm_choices(data, sources, train, t, test_t)
         if {"full_set", "cvdfs", "cvdfs_frequency", "few_shot"} & set(methods):
-            prep = Prepared.build(data, sources, train, extra_devices=[t])
+            prep = Prepared.build(data, sources, train, extra_devices=[t], time_weight=time_weight)
             scores, _, _ = transfer_scores(prep, t, [prep.features], inputs=test_t)
             if "full_set" in methods:
                 pick["full_set"] = scores.argmax(axis=1)
@@ -309,7 +313,7 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
     return {
         "variants": variants, "devices": main, "cross_kind_devices": others, "holdout_by": holdout_by, "notes": notes,
         "families": {data.devices[i]: group[i] for i in idx} if holdout_by != "device" else {},
-        "n_train": int(len(train)), "n_test": int(len(test)), "seed": seed,
+        "n_train": int(len(train)), "n_test": int(len(test)), "seed": seed, "time_weight": time_weight,
         "methods": {name: LABELS[name] for name in shown},
         "targets": targets,
         "mean": {n: float(np.mean(v)) for n, v in table.items() if v},
@@ -427,7 +431,8 @@ def format_evaluation(r: dict) -> str:
                 + ", ".join(f"{d}={f}" for d, f in r["families"].items()) + ")")
     cross = list(r["cross_kind"])
     lines = [f"{protocol}: {len(r['devices'])} devices, variants {', '.join(r['variants'])}, "
-             f"{r['n_train']} training / {r['n_test']} test inputs (seed {r['seed']})",
+             f"{r['n_train']} training / {r['n_test']} test inputs (seed {r['seed']})"
+             + (f", kernel models' inputs weighted by their time^{r['time_weight']:g}" if r.get("time_weight") else ""),
              *(f"note: {n}" for n in r.get("notes", [])),
              f"% of exhaustive optimum on the held-out device; {', '.join(cross)} "
              f"{'is a cross-kind target' if len(cross) == 1 else 'are cross-kind targets'} (not in mean/min)" if cross else

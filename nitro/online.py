@@ -30,6 +30,7 @@ import numpy as np
 
 from .dataset import Measurements
 from .dispatch import Dispatcher
+from .learn.kron import TIME_WEIGHT, check_time_weight
 from .metrics import fraction_of_optimum
 from .model import SelectorModel
 from .progress import progress_bar
@@ -110,14 +111,14 @@ def replay(model: SelectorModel, X: np.ndarray, times: np.ndarray, stream: np.nd
 
 
 def _target(data, t: int, sources: list[int], train, test, *, passes: int, stream_length: int | None,
-            seed: int, cvdfs: bool, max_size: int, n_jobs, refit: str, options: dict) -> dict:
+            seed: int, cvdfs: bool, max_size: int, n_jobs, refit: str, time_weight: float, options: dict) -> dict:
     from .transfer.fewshot_trees import TreesRefit
     from .transfer.prepare import Prepared
     started = time.perf_counter()
     times = data.times[t]
     train = train[np.isfinite(times[train]).any(axis=1)]
     test = test[np.isfinite(times[test]).any(axis=1)]
-    prep = Prepared.build(data, sources, train, extra_devices=[t])
+    prep = Prepared.build(data, sources, train, extra_devices=[t], time_weight=time_weight)
     base = zero_shot_model(data, sources, train, t, cvdfs=cvdfs, max_size=max_size, n_jobs=n_jobs, prep=prep)
     if refit == "trees":
         options = {**options, "refit": TreesRefit(data, sources, prep.train, t, prep.features, random_state=seed)}
@@ -154,14 +155,15 @@ def evaluate_online(m: Measurements, variants=None, devices=None, test_size: flo
                     time_budget: float | None = TIME_BUDGET, candidates: int | None = 2,
                     quantile: float = QUANTILE, refit_every: int = REFIT_EVERY,
                     cvdfs: bool = False, max_size: int = 3, n_jobs: int | None = None, refit: str = "trees",
-                    progress: bool = False, **options) -> dict:
+                    progress: bool = False, time_weight: float = TIME_WEIGHT, **options) -> dict:
     """Replay refining mode for every target of the split of :func:`nitro.evaluate.split`
     (see the module documentation). ``stream_length`` calls per target (default ``passes``
     shuffled passes over its training inputs); ``refit``: ``"trees"`` (the sources' rows and
     the target's in per-variant boosted trees, :class:`nitro.transfer.fewshot_trees.TreesRefit`)
     or ``"kernel"`` (the zero-shot model's residual correction,
     :func:`nitro.transfer.fewshot.refine_model`); ``progress``: a bar over the targets (on a
-    terminal only); the other options are the refiner's."""
+    terminal only); ``time_weight``: the zero-shot kernel fit's (:func:`nitro.learn.kron.time_weights`);
+    the other options are the refiner's."""
     from .evaluate import split
     if passes < 1 or (stream_length is not None and stream_length < 1):
         raise ValueError("a replayed stream needs at least one call")
@@ -169,12 +171,13 @@ def evaluate_online(m: Measurements, variants=None, devices=None, test_size: flo
                   refit_every=refit_every, **{k: v for k, v in options.items() if k in CHECKED_OPTIONS})
     if refit not in ("trees", "kernel"):
         raise ValueError(f"refit must be 'trees' or 'kernel', got {refit!r}")
+    time_weight = check_time_weight(time_weight)
     started = time.perf_counter()
     data, idx, others, train, test, notes = split(m, variants=variants, devices=devices, test_size=test_size, seed=seed)
     refiner_options = dict(budget=budget, time_budget=time_budget, candidates=candidates, quantile=quantile,
                            refit_every=refit_every, **options)
     common = dict(passes=passes, stream_length=stream_length, seed=seed, cvdfs=cvdfs, max_size=max_size,
-                  n_jobs=n_jobs, refit=refit, options=refiner_options)
+                  n_jobs=n_jobs, refit=refit, time_weight=time_weight, options=refiner_options)
     targets = {data.devices[t]: _target(data, t, [s for s in idx if s != t], train, test, **common)
                for t in progress_bar(idx, desc="targets", unit="device", enabled=progress)}
     cross = {}
@@ -185,7 +188,7 @@ def evaluate_online(m: Measurements, variants=None, devices=None, test_size: flo
     return {
         "variants": list(data.variants), "devices": [data.devices[i] for i in idx], "cross_kind_devices": others,
         "notes": notes,
-        "n_train": int(len(train)), "n_test": int(len(test)), "seed": seed, "cv_dfs": cvdfs,
+        "n_train": int(len(train)), "n_test": int(len(test)), "seed": seed, "cv_dfs": cvdfs, "time_weight": time_weight,
         "refiner": {k: v for k, v in refiner_options.items() if not callable(v)}, "refit": refit,
         "passes": passes if stream_length is None else None, "stream_length": stream_length,
         "targets": targets, "cross_kind": cross,
@@ -206,7 +209,8 @@ def format_online(r: dict) -> str:
              f"{o['candidates'] or 'all'} candidates per explored call, quantile "
              f"{o['quantile']}, refit every {o['refit_every']} rows (or an eighth more) by "
              f"{'boosted trees on the sources and target rows' if r.get('refit') == 'trees' else 'kernel correction'}; zero-shot: "
-             f"{'CV-DFS ensemble' if r['cv_dfs'] else 'full-set Kronecker KRR'}",
+             f"{'CV-DFS ensemble' if r['cv_dfs'] else 'full-set Kronecker KRR'}"
+             + (f", its inputs weighted by their time^{r['time_weight']:g}" if r.get("time_weight") else ""),
              "stream time = sum of time spent / sum of the fastest variant's time (exploring: the part explored calls "
              "added, % of that optimum); quality = % of optimum on test inputs",
              "", f"{'target':<{width}}{'explored %':>11}{'stream 0-shot':>14}{'stream refined':>15}{'exploring':>10}"

@@ -224,3 +224,14 @@ def test_evaluating_over_splits_reports_each_split_and_their_spread(capsys, fami
         evaluate_splits(m, [0, 1], methods=["svm"])
     assert main(["evaluate", "/nonexistent", "--seeds", "0,1", "--online"]) == 2
     assert "give --seed, not --seeds" in capsys.readouterr().err
+
+
+def test_a_time_weight_reaches_the_kernel_models_and_the_report(family_measurements):
+    m, _ = family_measurements()
+    plain = evaluate(m, methods=["full_set"], max_size=1)
+    weighted = evaluate(m, methods=["full_set"], max_size=1, time_weight=1.0)
+    assert plain["time_weight"] == 0.0 and weighted["time_weight"] == 1.0
+    assert "weighted by their time^1" in format_evaluation(weighted)
+    assert "weighted by their time" not in format_evaluation(plain)
+    with pytest.raises(ValueError, match="time_weight must be a finite number >= 0"):
+        evaluate(m, methods=["full_set"], time_weight=-0.5)

@@ -43,6 +43,11 @@ def test_replay_is_deterministic_for_a_seed(odd_target):
     b = evaluate_online(odd_target(), stream_length=300, budget=0.05, seed=3)
     strip = lambda r: {d: {k: v for k, v in t.items() if k != "seconds"} for d, t in r["targets"].items()}  # noqa: E731
     assert strip(a) == strip(b)
+    weighted = evaluate_online(odd_target(), stream_length=300, budget=0.05, seed=3, time_weight=0.5)
+    assert a["time_weight"] == 0.0 and weighted["time_weight"] == 0.5
+    assert "weighted by their time^0.5" in format_online(weighted)
+    with pytest.raises(ValueError, match="time_weight must be"):
+        evaluate_online(odd_target(), stream_length=300, time_weight=-1)
 
 
 def test_recorded_run_reads_times_and_fails_where_none_is_recorded():

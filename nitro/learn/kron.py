@@ -33,7 +33,16 @@ def fraction_targets(times: np.ndarray) -> np.ndarray:
     return t.min(axis=-1, keepdims=True) / t
 
 
-TIME_WEIGHT = 0.5   # power of an input's typical fastest time in its weight (time_weights)
+TIME_WEIGHT = 0.0   # default power of an input's typical fastest time in its weight (time_weights): all alike
+
+
+def check_time_weight(power) -> float:
+    """``power`` as a float, or a ValueError naming it: :func:`time_weights` takes a finite
+    number >= 0."""
+    if isinstance(power, bool) or not isinstance(power, (int, float, np.integer, np.floating)) \
+            or not (np.isfinite(power) and power >= 0):
+        raise ValueError(f"time_weight must be a finite number >= 0 (0: every input alike), not {power!r}")
+    return float(power)
 
 
 def time_weights(times: np.ndarray, power: float = TIME_WEIGHT) -> np.ndarray:
@@ -41,12 +50,13 @@ def time_weights(times: np.ndarray, power: float = TIME_WEIGHT) -> np.ndarray:
     ``(t / median t)^power`` over the inputs, ``t`` the geometric mean over the sources of the
     input's fastest time, capped at its 99th percentile and normalised to mean 1.
 
-    Why: inputs near the launch floor (most of a tuning set) all take about the same time, and
-    there the devices differ by noise and launch cost, not by what their features describe; the
-    large inputs hold the time that a wrong choice costs and show the devices' differences. The
-    square root (``power`` 0.5) sits between every input alike (0) and weights in proportion to
-    time (1), which lets a few inputs decide the fit; the cap keeps one outlier from doing so.
-    Measured on the SpMV data (benchmarks/README "Weighting the inputs by their time")."""
+    Why: the large inputs hold the time that a wrong choice costs, the small ones near the
+    launch floor differ between devices by noise as much as by what their features describe.
+    Weighting (``power`` 0.5) trades the mean % of the optimum per input for the total time of a
+    stream of inputs, and depends on the data: on the SpMV data it gained 0.2 points leaving one
+    GPU out and cut a stream's excess time by a fifth, on nitro's own histogram data it lost 0.6
+    points (benchmarks/README "Weighting the inputs by their time"), so the default is 0, every
+    input alike. The cap keeps one outlier from deciding the fit."""
     t = np.where(np.isfinite(times) & (times > 0), times, np.inf).min(axis=-1)     # fastest per source, input
     timed = np.isfinite(t)
     count = timed.sum(axis=0)

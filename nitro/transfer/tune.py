@@ -12,7 +12,7 @@ import pandas as pd
 
 from .. import devices as devices_mod
 from ..dataset import Measurements
-from ..learn.kron import varying_columns
+from ..learn.kron import TIME_WEIGHT, check_time_weight, varying_columns
 from ..measurement import TrainingRow
 from ..metrics import fraction_of_optimum
 from ..search import budget_count
@@ -260,7 +260,7 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
                      n_jobs: int | None = None, progress: bool = True, learner=None,
                      target_budget: int | float | None = None,
                      measure_target: Callable[[list[str]], list[TrainingRow]] | None = None,
-                     keep_variants=None, save: bool = True) -> SelectorModel:
+                     keep_variants=None, save: bool = True, time_weight: float = TIME_WEIGHT) -> SelectorModel:
     """Build (and store) computation ``name``'s model for ``target`` (default: this device)
     from every source device's training rows and device features in ``store``
     (``save=False``: returned only, as a read-only store user needs).
@@ -277,6 +277,10 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
     93.7 leave-one-family-out, against 93.8 and 93.4 on every device feature); ``False``: every
     device feature.
 
+    ``time_weight``: the power of each training input's typical fastest time in its weight in
+    the kernel fit (:func:`nitro.learn.kron.time_weights`; 0, the default: every input alike;
+    0.5 favours the inputs that take the most time, for the total time of many calls).
+
     ``learner`` (a selector or its name in :data:`nitro.learn.SELECTORS`) replaces the
     Kronecker KRR: it is fitted on the sources' rows ``[input ∘ selected device features]``
     and the model holds the target's values of those features as constants.
@@ -287,10 +291,13 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
     among the inputs the target has recorded), and boosted trees learn from
     them and the sources' rows together (:mod:`nitro.transfer.fewshot_trees`, model kind
     ``gbt``)."""
+    check_time_weight(time_weight)
     data, t, provenance = _load(store, name, variants, features, sources, target, target_features,
                                 keep_variants, progress, keep_target=save)
     prep = Prepared.build(data, [i for i in range(len(data.devices)) if i != t], np.arange(len(data.inputs)),
-                          extra_devices=[t])
+                          extra_devices=[t], time_weight=time_weight)
+    if time_weight:
+        provenance["time_weight"] = time_weight
     target, sources = data.devices[t], [data.devices[i] for i in prep.sources]
     candidates = [data.device_features[j] for j in prep.features]
     if not candidates:

@@ -156,9 +156,9 @@ def test_time_weights_grow_with_an_inputs_time_up_to_a_cap():
     scale = np.exp(np.linspace(-3, 6, 200))                    # inputs from tiny to large
     times = scale[None, :, None] * rng.uniform(1, 2, (3, 200, 4))
     times[1, 10, :] = np.nan                                   # one source timed nothing there
-    w = time_weights(times)
+    w = time_weights(times, 0.5)
     assert np.isclose(w.mean(), 1.0) and np.all(w > 0)
     assert np.corrcoef(np.log(scale), np.log(w))[0, 1] > 0.99  # the square root of the time, roughly
     assert (w == w.max()).sum() >= 2                           # the largest 1% capped at one value
-    assert np.allclose(time_weights(times, 0.0), 1.0)
-    assert np.allclose(time_weights(np.full((2, 5, 3), np.nan)), 1.0)
+    assert np.allclose(time_weights(times), 1.0)                # the default: every input alike
+    assert np.allclose(time_weights(np.full((2, 5, 3), np.nan), 0.5), 1.0)

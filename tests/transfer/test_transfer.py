@@ -197,6 +197,20 @@ def test_cv_dfs_runs_by_default_wherever_three_or_more_sources_allow_it(store):
     assert off.provenance["cv_dfs_off"] == "search_based_dfs=False" and off.params != three.params
 
 
+def test_time_weight_weights_the_kernel_fit_and_is_kept_in_the_provenance(store):
+    """``time_weight`` changes the fit (the toy's inputs differ in time) and says so; the
+    default weighs every input alike; a negative or non-numeric power is an error naming it."""
+    record_planted(store)
+    kw = dict(sources=[f"dev{i}" for i in range(1, 7)], target="dev0", max_subset_size=2, save=False, progress=False)
+    plain = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], **kw)
+    weighted = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], time_weight=0.5, **kw)
+    assert "time_weight" not in plain.provenance and weighted.provenance["time_weight"] == 0.5
+    assert not np.allclose(np.asarray(plain.params["weights"]), np.asarray(weighted.params["weights"]))
+    for bad in (-1.0, float("nan"), "0.5"):
+        with pytest.raises(ValueError, match="time_weight must be a finite number >= 0"):
+            tune_from_source(store, "toy", VARIANTS, ["size", "skew"], time_weight=bad, **kw)
+
+
 def test_a_target_of_a_new_family_is_low_where_a_source_family_transfers_badly(store):
     """dev6 is the only source with dev0's single atomic unit: held out with its family it is
     predicted from devices unlike it (about 67%). The store's ``arch`` says dev0's family is new,
