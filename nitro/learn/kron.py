@@ -152,7 +152,10 @@ class KronKRRGrid:
         if n_components is not None and not (isinstance(n_components, (int, np.integer)) and n_components >= 1):
             raise ValueError(f"n_components must be 'auto', None or a positive int, not {n_components!r}")
         if n_components is None or n_components >= len(X):
-            ev, self.U = np.linalg.eigh(self.sw[:, None] * rbf(X, X, self.gamma_x) * self.sw[None, :])
+            K = rbf(X, X, self.gamma_x)
+            if weights is not None:
+                K *= np.outer(self.sw, self.sw)                    # S K S, in place: n² memory once
+            ev, self.U = np.linalg.eigh(K)
             self.ev = np.maximum(ev, 0.0)
             self.centers, self._to_centers = X, None
         else:
