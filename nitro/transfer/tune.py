@@ -291,7 +291,7 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
     among the inputs the target has recorded), and boosted trees learn from
     them and the sources' rows together (:mod:`nitro.transfer.fewshot_trees`, model kind
     ``gbt``)."""
-    check_time_weight(time_weight)
+    time_weight = check_time_weight(time_weight)
     data, t, provenance = _load(store, name, variants, features, sources, target, target_features,
                                 keep_variants, progress, keep_target=save)
     prep = Prepared.build(data, [i for i in range(len(data.devices)) if i != t], np.arange(len(data.inputs)),

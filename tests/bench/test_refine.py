@@ -39,8 +39,8 @@ def test_bench_refine_json(tmp_path, capsys):
     # no time budget: on a loaded machine 1% of 30 calls' time can keep back every exploration,
     # and without target rows there are no refits to time calls against
     assert main(["bench", "refine", "--json", "--stream", "30", "--train", "6", "--test", "4", "--budget", "0.1",
-                 "--time-budget", "0", "--refit-every", "1", "--oracle-every", "10", "--overhead-calls", "300", "--pause-seconds", "0.5",
-                 "--datasets", str(root)]) == 0
+                 "--time-budget", "0", "--refit-every", "1", "--oracle-every", "10", "--overhead-calls", "300",
+                 "--pause-seconds", "0.5", "--datasets", str(root)]) == 0
     r = json.loads(capsys.readouterr().out)
     assert r["sources"] == ["cpu_elsewhere"] and r["device"] == cpu_device_id()
     assert set(r["percent_of_optimum"]) == {"start (tune_from_source)", "refined", "tuned here (tune)"}
