@@ -137,7 +137,7 @@ def _target(data, t: int, sources: list[int], train, test, *, passes: int, strea
         "explored_percent": 100.0 * s["explored"] / max(s["calls"], 1),
         "stream_calls": int(length), "explored_calls": s["explored"], "target_inputs": s["target_inputs"],
         "refits": s["refits"], "refits_lost": s["refits_lost"], "duel_inputs": s["duel_inputs"],
-        "refit_errors": s["refit_errors"],
+        "refit_errors": s["refit_errors"], "measured_loss_percent": 100.0 * s["measured_loss"],
         "stream_time_ratio": r["stream_ratio"], "exploring_percent_of_optimum": 100.0 * r["extra_ratio"],
         "zero_shot_stream_time_ratio": float(times[stream, zero_choice].sum() / best[stream].sum()),
         "zero_shot_percent": 100.0 * fraction_of_optimum(times[test], base.predict_index(data.X[test])),

@@ -360,10 +360,10 @@ def test_a_transferred_model_is_refitted_from_its_sources_rows_and_the_targets(s
     assert corrected.kind == "kernel" and "nowhere" in broken.error
 
 
-def _timed_stream(refiner, dispatcher, n, seed=0):
+def _timed_stream(refiner, dispatcher, n, seed=0, others=1.5):
     """Serve ``n`` calls of random ``x`` whose variants take (1 + x)² × 0.1 ms (the choice) and
-    1.5 times that (the others), as recorded times; returns the true served time and the costs
-    of the candidate and of the explored inputs."""
+    ``others`` times that (the others), as recorded times; returns the true served time and the
+    costs of the candidate and of the explored inputs."""
     rng = np.random.default_rng(seed)
     served, candidates, explored = 0.0, [], []
     for _ in range(n):
@@ -373,7 +373,7 @@ def _timed_stream(refiner, dispatcher, n, seed=0):
         served += cost
         if refiner.tick():
             candidates.append(cost)
-            ex = refiner.maybe_explore([x], choice, lambda v: (v, cost if v == choice else 1.5 * cost))
+            ex = refiner.maybe_explore([x], choice, lambda v: (v, cost if v == choice else others * cost))
             if ex is None:
                 refiner.observe([x], cost)
             else:
@@ -397,6 +397,26 @@ def test_time_budget_bounds_exploring_time_and_prefers_cheap_inputs():
     assert f["explored"] > 2 * s["explored"] and f["extra_seconds"] > 0.05 * f["served_seconds"] and f["time_skips"] == 0
     with pytest.raises(ValueError, match="time budget"):
         Refiner(d, "bad", time_budget=0.0, background=False)
+
+
+def test_a_model_that_explored_calls_show_losing_may_spend_what_it_loses():
+    """Where the alternatives run in half the choice's time (a start model from sources that all
+    miss this device), every explored call measures the loss, and exploring may spend up to it
+    (``quantile`` × the share of the explored choices' time lost beyond a timing tie), not 1%:
+    it explores several times as often as where the choice is the fastest, and still within
+    what it is allowed, the allowance itself bounded by the loss measured."""
+    d = Dispatcher(VARIANTS, ["x"], "a")
+    d.set_model(kernel_model())
+    runs = {}
+    for name, others in (("right", 1.5), ("wrong", 0.5)):
+        r = Refiner(d, name, budget=0.2, time_budget=0.01, quantile=1.0, refit_every=10**6, background=False)
+        _timed_stream(r, d, 5000, others=others)
+        runs[name] = r.stats()
+    right, wrong = runs["right"], runs["wrong"]
+    assert right["measured_loss"] == 0.0 and right["allowed_share"] == 0.01
+    assert 0.45 <= wrong["measured_loss"] <= 0.5 and wrong["allowed_share"] == wrong["measured_loss"]
+    assert wrong["explored"] > 3 * right["explored"] and wrong["time_skips"] < right["time_skips"]
+    assert wrong["extra_seconds"] <= wrong["allowed_share"] * wrong["served_seconds"] + 1.5 * 1e-4 * 12.0 ** 2
 
 
 @pytest.mark.parametrize("options, error, message", [

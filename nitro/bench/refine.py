@@ -267,7 +267,7 @@ def _run(store, here, stream, seed, budget, time_budget, candidates, quantile, r
                                         "refits", "base_held", "refits_lost", "duel_inputs", "duel_log_gain",
                                         "refit_errors", "rows_recorded", "rows_written",
                                         "rows_dropped", "store_errors", "last_store_error", "last_refit_error",
-                                        "refit", "refit_fallback", "refit_in")},
+                                        "refit", "refit_fallback", "refit_in", "measured_loss", "allowed_share")},
         "refined_model_rows": hist.model.provenance.get("refined", {}).get(
             "target_rows", hist.model.provenance.get("target_rows", 0)),
         "stream_seconds": stream_seconds, "explore_extra_seconds": stats["extra_seconds"],
@@ -302,7 +302,9 @@ def format_refine(r: dict) -> str:
               f"stream {r['stream_seconds']:.3f} s, estimated optimum {r['stream_optimum_seconds']:.3f} s "
               f"(ratio {r['stream_vs_optimum']:.3f}; from {r['oracle_images']} exhaustively timed images)",
               f"exploring spent {r['explore_extra_seconds']:.3f} s on variants other than the choice "
-              f"({100 * r['explore_extra_vs_optimum']:.2f}% of the optimum)",
+              f"({100 * r['explore_extra_vs_optimum']:.2f}% of the optimum; the explored calls measured the "
+              f"serving model losing {100 * s.get('measured_loss', 0.0):.1f}% of the served time, exploring "
+              f"allowed {100 * (s.get('allowed_share') or 0.0):.1f}%)",
               f"per-call overhead when not exploring ({o['calls']} calls on small images, alternating): "
               f"plain {o['plain_call_us']:.2f} us, refining {o['refining_call_us']:.2f} us, "
               f"+{o['overhead_us']:.2f} us (ratio {o['ratio']:.3f}; counter-only calls "
