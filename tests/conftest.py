@@ -152,6 +152,23 @@ def odd_target():
 
 
 @pytest.fixture
+def own_cpu_recordings():
+    """``make(computation)``: the CPU folders recorded with ``nitro record`` under ``datasets/``
+    as one multi-device data set (what ``nitro store import`` of each and one ``export`` give):
+    four 2-core AMD VMs and the 16-core Intel host of a lent GPU machine, a lineage none of them
+    shares."""
+    import pandas as pd
+    from nitro.dataset import Measurements, load_dataset_dir
+
+    def make(computation: str) -> Measurements:
+        parts = [load_dataset_dir(d / computation) for d in sorted((ROOT / "datasets").glob("cpu_*"))]
+        inputs = pd.concat([p.inputs for p in parts])
+        return Measurements(pd.concat([p.times for p in parts]), inputs[~inputs.index.duplicated()],
+                            pd.concat([p.devices for p in parts]))
+    return make
+
+
+@pytest.fixture
 def busy_process():
     """A context manager running one CPU-bound child process: bounded to 30 s, and it stops by
     itself when its parent (this pytest) is gone, so a killed run leaves no busy loop behind."""

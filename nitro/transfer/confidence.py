@@ -39,8 +39,10 @@ import numpy as np
 from scipy import stats
 
 from ..learn.kron import source_distances, standardised_devices
+from .fewshot_trees import ADVISED_INPUTS
 
 LOW = 0.90       # below this predicted fraction, the estimate says "low" and advises measuring
+FEW_SHOT_SHARE = 0.02   # of the training inputs, the few-shot budget advised (SpMV: 97.1% leaving one GPU out)
 BASELINES = ("best_single_source", "majority", "full_set_svm")   # keys of a held-out result
 LEAD_LEVEL = 0.90   # one-sided prediction interval of the model's lead over a baseline on the target
 
@@ -102,11 +104,20 @@ def estimate_quality(scores: np.ndarray, held_out: dict[str, dict], D: np.ndarra
         "outside_sources": bool(outside), "level": level, "low_because": low_because, "baselines": baselines,
         "may_trail": [name for name, b in baselines.items()
                       if b["model_ahead_on"] < b["held_out_sources"] or b["lead_lower"] < 0],
-        "advice": ("" if level == "high" else
-                   "zero-shot is uncertain here: time a few inputs on the target (few-shot: "
-                   "tuner.tune_from_source([cv], target_budget=0.02) in Python, about 2% of the training inputs) "
-                   "or run the code variant in refining mode (cv.refine())"),
+        "advice": ("" if level == "high" else advice(n)),
     }
+
+
+def advice(n_train: float) -> str:
+    """What to do where the estimate is low: time a few inputs on the target, 2% of the ``n_train``
+    training inputs and at least :data:`ADVISED_INPUTS` (with fewer the few-shot model can trail
+    the zero-shot one), or refine in production."""
+    k = max(ADVISED_INPUTS, int(round(FEW_SHOT_SHARE * n_train)))
+    return (f"zero-shot is uncertain here: time {k} inputs on the target (few-shot: "
+            f"tuner.tune_from_source([cv], target_budget={k}) in Python: {100 * FEW_SHOT_SHARE:g}% of the "
+            f"{n_train:.0f} training inputs, at least {ADVISED_INPUTS}) or run the code variant in refining "
+            "mode (cv.refine()); where the target lies outside the sources, few-shot first: refining learns "
+            "only from the calls it explores")
 
 
 def lead_interval(lead: np.ndarray) -> dict[str, float | None]:

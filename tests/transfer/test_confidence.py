@@ -184,3 +184,24 @@ def test_a_new_family_is_low_where_a_source_held_out_with_its_family_fell_below_
     assert estimate_quality(scores, fine, D, [0, 1, 2], 3, ["s0", "s1", "s2", "t"], new_family=True)["level"] == "high"
     far = estimate_quality(scores, held, np.array([[1.0], [2.0], [3.0], [30.0]]), [0, 1, 2], 3, ["s0", "s1", "s2", "t"])
     assert far["level"] == "low" and far["low_because"][0].startswith("outside the sources' device features")
+
+
+def test_the_advice_times_two_percent_of_the_training_inputs_and_never_fewer_than_five():
+    from nitro.transfer.confidence import advice
+    assert "target_budget=21)" in advice(1069) and "target_budget=5)" in advice(48)
+    assert "refining" in advice(48) and "outside the sources, few-shot first" in advice(48)
+
+
+INTEL = "cpu_intel_r_xeon_r_processor_family6_model207_16t"
+
+
+def test_a_cpu_lineage_no_source_shares_is_flagged_low_on_nitros_own_recordings(own_cpu_recordings):
+    """nitro's histogram timed on four 2-core AMD VMs and on a 16-core Intel host: held out, the
+    Intel host lies far outside the AMD VMs' device features, and its estimate says so, with
+    advice sized to the 48 training inputs, while each AMD VM lies among the others."""
+    from nitro.evaluate import evaluate
+    r = evaluate(own_cpu_recordings("histogram"), methods=["cvdfs"])
+    c = r["details"][INTEL]["cvdfs"]["confidence"]
+    assert c["level"] == "low" and c["outside_sources"] and c["distance"] > 3 * c["sources_spread"]
+    assert c["low_because"][0].startswith("outside the sources' device features") and "target_budget=5)" in c["advice"]
+    assert not any(v["cvdfs"]["confidence"]["outside_sources"] for d, v in r["details"].items() if d != INTEL)
