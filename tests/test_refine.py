@@ -636,6 +636,25 @@ def test_a_lost_duel_calls_the_next_refit_which_puts_the_start_model_back(later)
     assert (r._refit_model is new) == (later == "a new model")
 
 
+def test_a_duel_that_turns_the_sum_back_calls_the_next_refit_which_serves_again():
+    """Symmetric to the lost duel: a refit that lost one duel and then wins the next ones is
+    served again as soon as the sum is no longer negative (here refits are otherwise a million
+    rows apart), not only at a later refit that a short stream may never reach (on nitro's
+    histogram replayed on the Intel host, the start model at 69% had kept serving so)."""
+    again = _one_variant("c")
+    d, r = _duelling([_one_variant("c"), None, again])
+    assert r.refit_now()
+    r.tick()
+    r.maybe_explore([0.003], d.choose([0.003]), lambda v: (v, 1.5 if v == "c" else 1.0))    # c loses once
+    assert r.refits_lose() and d.model is r.base
+    for x in ([0.01], [0.02]):                  # then wins twice, by more in all
+        r.tick()
+        r.maybe_explore(x, d.choose(x), lambda v: (v, 0.5 if v == "c" else 1.0))
+    s = r.stats()
+    assert s["duel_inputs"] == 3 and s["duel_log_gain"] > 0 and not r.refits_lose()
+    assert d.model is again and s["refits"] == 2 and s["refits_lost"] == 1
+
+
 def test_a_refit_that_finishes_after_stop_is_not_swapped_in():
     """Off means plain dispatch with the model refining began with, even when a refit was
     still running; turning refining off does not wait for that refit."""
