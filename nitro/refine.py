@@ -469,7 +469,8 @@ class Refiner:
 
     @property
     def measured_loss(self) -> float:
-        """The share of the served time the current model is measured to lose: on the last
+        """(Read with the decision lock held.) The share of the served time the current model is
+        measured to lose: on the last
         ``REGRET_WINDOW`` explored calls, the time their choice lost to the fastest variant timed
         beside it (beyond a timing tie) over the choice's time, times ``quantile`` (explored calls
         are the uncertain share of the candidates; the sure ones are counted as losing nothing)."""
@@ -786,6 +787,9 @@ class Refiner:
         refit's name and, for one that fell back to another, why (``refit_fallback``), and where
         refits run (``refit_in``; ``refit_in_fallback``: why not in a process)."""
         c = dict(self._counts)
+        with self._lock:                       # the losses' window changes under it while calls explore
+            loss = self.measured_loss
+            allowed = None if self.time_budget is None else self.allowed_share
         with self._rows_lock:
             inputs = len(self._rows)
         in_thread = getattr(self._refit, "fallback", None) if self.refit_in == "process" else None
@@ -795,8 +799,7 @@ class Refiner:
                 "duel_inputs": self.duel_inputs, "duel_log_gain": self.duel_log_gain,
                 "explore_seconds": self.explore_seconds, "extra_seconds": self.extra_seconds,
                 "served_seconds": self.served_seconds, "time_budget": self.time_budget,
-                "measured_loss": self.measured_loss,
-                "allowed_share": None if self.time_budget is None else self.allowed_share,
+                "measured_loss": loss, "allowed_share": allowed,
                 "last_store_error": self.last_store_error, "last_refit_error": self.last_refit_error,
                 "refit": getattr(self._refit, "__name__", type(self._refit).__name__),
                 "refit_fallback": getattr(self._refit, "error", None),
