@@ -20,7 +20,7 @@ stage() {  # stage NAME LIMIT CMD...: run CMD for at most min(LIMIT, time left) 
   timeout -k 5 "$limit" "$@"; local rc=$?
   echo "=== +${SECONDS}s END $name rc=$rc" >&2
 }
-nvidia-smi -L || echo "no nvidia-smi here"
+nvidia-smi -L 2>/dev/null || echo "no nvidia-smi here"
 parallel=$("$PYTHON" -c "import xdist, pytest_timeout" 2>/dev/null && echo "-n 4 --timeout 150")
 stage selftest 150 "$PYTHON" -m nitro.cli selftest --gpu
 # with pytest-xdist a test that aborts the process (a CUDA fault) fails alone: a new worker starts
