@@ -78,7 +78,10 @@ refit serves only while refits beat the starting model where the two disagree
 first where the latest refit and the starting model choose differently, and the log time ratios
 of the two choices are summed; the duel that turns the sum negative, or back to zero or above,
 makes a refit due, and below zero the starting model serves again and the next refits are tried
-beside it, the first after the sum is no longer negative served. The
+beside it, the first after the sum is no longer negative served. A duel explored while a
+background refit runs is not summed (``duels_during_refits``): the refit competes for the
+cores the variants use, which slows a statically partitioned parallel variant more than the
+others, so such a timing is no evidence of how the two choices serve. The
 new model and its compiled evaluator are built completely before one reference is swapped
 (:meth:`nitro.dispatch.Dispatcher.set_model`); a refit that raises is counted and the old model
 stays (the starting model, where refits lose). scikit-learn is imported by the refit process (or thread) only.
@@ -328,7 +331,7 @@ class Refiner:
         self._losses: deque[tuple[float, float]] = deque(maxlen=REGRET_WINDOW)   # (choice's time, time lost)
         self._counts = dict(candidate_calls=0, explored=0, budget_skips=0, time_skips=0, rows_recorded=0,
                             rows_written=0, rows_dropped=0, store_errors=0, refits=0, refits_kept=0, base_held=0,
-                            refits_lost=0, refit_errors=0)
+                            refits_lost=0, refit_errors=0, duels_during_refits=0)
         self.explore_seconds = 0.0     # all variant runs of explored calls
         self.extra_seconds = 0.0       # the part the model's choice alone would not have spent
         self.last_store_error: str | None = None
@@ -340,6 +343,7 @@ class Refiner:
         self._threads: list[threading.Thread] = []
         self._refit_wanted = threading.Event()
         self._refit_busy = False
+        self._refit_epoch = 0                  # odd while a background refit runs: changes at its start and end
         if store is not None:
             self._queue = queue.Queue(maxsize=int(queue_size))
             self._threads.append(threading.Thread(target=self._write_loop, name=f"nitro-refine-store-{computation}",
@@ -414,6 +418,7 @@ class Refiner:
                 self._reserved += expected
             self._local.reserved = expected
             self._local.duel = (key, duel) if duel is not None and set(duel) <= {choice, *others} else None
+            self._local.epoch = self._refit_epoch
             self._counts["explored"] += 1
             run = [choice] + others
             self._rng.shuffle(run)
@@ -543,6 +548,9 @@ class Refiner:
         with self._lock:              # the time budget's account: served time, spent time, cost model
             self._reserved -= getattr(self._local, "reserved", 0.0)
             self._local.reserved = 0.0
+            if duel is not None and (self._refit_epoch % 2 or self._refit_epoch != getattr(self._local, "epoch", -1)):
+                self._counts["duels_during_refits"] += 1   # timed while a refit competed for the cores: no evidence
+                duel = None
             if duel is not None:      # the refit's choice against the start model's, on one input
                 gain = duel_gain(*(ex.times.get(v, math.nan) for v in duel))
                 if gain is not None:
@@ -703,11 +711,13 @@ class Refiner:
             if self._stopped:
                 return
             self._refit_busy = True
+            self._refit_epoch += 1
             self._refit_wanted.clear()
             try:
                 self.refit_now()
             finally:
                 self._refit_busy = False
+                self._refit_epoch += 1
 
     # -- the store --------------------------------------------------------------------------------
     def _open_store(self):

@@ -655,6 +655,43 @@ def test_a_duel_that_turns_the_sum_back_calls_the_next_refit_which_serves_again(
     assert d.model is again and s["refits"] == 2 and s["refits_lost"] == 1
 
 
+def test_a_duel_timed_while_a_background_refit_runs_is_no_evidence():
+    """A refit running beside the calls competes for their cores, so a duel explored while one
+    runs is counted apart, not summed; the next duel, after it, counts."""
+    started, release = threading.Event(), threading.Event()
+    made = []
+
+    def refit(base, X, T):
+        made.append(len(X))
+        if len(made) == 1:
+            return _one_variant("c")
+        started.set()
+        release.wait(10)
+        return None
+    d = Dispatcher(VARIANTS, ["x"], "a")
+    d.set_model(kernel_model())
+    r = Refiner(d, "busy", budget=1.0, time_budget=None, quantile=1.0, warmup=10**6, refit_every=10**6,
+                refit=refit, refit_in="thread")
+    for x in XS[::8]:                                  # the start model's choice twice as slow: no hold
+        values = [float(x)]
+        own = d.choose(values, r.base)
+        r.tick()
+        r.maybe_explore(values, d.choose(values), lambda v, own=own: (v, 2.0 if v == own else 1.0))
+    assert r.refit_now() and d.choose([0.003]) == "c"
+    r._refit_wanted.set()                              # a background refit, held until released
+    assert started.wait(10)
+    r.tick()
+    r.maybe_explore([0.003], "c", lambda v: (v, 3.0 if v == "c" else 1.0))
+    s = r.stats()
+    assert s["duels_during_refits"] == 1 and s["duel_inputs"] == 0 and d.model is not r.base
+    release.set()
+    assert r.wait(10)
+    r.tick()
+    r.maybe_explore([0.005], d.choose([0.005]), lambda v: (v, 3.0 if v == "c" else 1.0))
+    s = r.stop()
+    assert s["duel_inputs"] == 1 and s["duels_during_refits"] == 1 and s["duel_log_gain"] < 0
+
+
 def test_a_refit_that_finishes_after_stop_is_not_swapped_in():
     """Off means plain dispatch with the model refining began with, even when a refit was
     still running; turning refining off does not wait for that refit."""
