@@ -342,7 +342,6 @@ class Refiner:
         self._queue: queue.Queue | None = None
         self._threads: list[threading.Thread] = []
         self._refit_wanted = threading.Event()
-        self._refit_busy = False
         self._refit_epoch = 0                  # odd while a background refit runs: changes at its start and end
         if store is not None:
             self._queue = queue.Queue(maxsize=int(queue_size))
@@ -710,13 +709,11 @@ class Refiner:
             self._refit_wanted.wait()
             if self._stopped:
                 return
-            self._refit_busy = True
             self._refit_epoch += 1
             self._refit_wanted.clear()
             try:
                 self.refit_now()
             finally:
-                self._refit_busy = False
                 self._refit_epoch += 1
 
     # -- the store --------------------------------------------------------------------------------
@@ -757,7 +754,7 @@ class Refiner:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             pending = self._queue.unfinished_tasks if self._queue is not None else 0
-            if not pending and not self._refit_wanted.is_set() and not self._refit_busy:
+            if not pending and not self._refit_wanted.is_set() and not self._refit_epoch % 2:
                 return True
             time.sleep(0.005)
         return False

@@ -113,11 +113,11 @@ def advice(n_train: float) -> str:
     training inputs and at least :data:`ADVISED_INPUTS` (with fewer the few-shot model can trail
     the zero-shot one), or refine in production."""
     k = max(ADVISED_INPUTS, int(round(FEW_SHOT_SHARE * n_train)))
+    share = f"{100 * FEW_SHOT_SHARE:g}% of the {n_train:.0f} training inputs, " if n_train else ""
     return (f"zero-shot is uncertain here: time {k} inputs on the target (few-shot: "
-            f"tuner.tune_from_source([cv], target_budget={k}) in Python: {100 * FEW_SHOT_SHARE:g}% of the "
-            f"{n_train:.0f} training inputs, at least {ADVISED_INPUTS}) or run the code variant in refining "
-            "mode (cv.refine()); where the target lies outside the sources, few-shot first: refining learns "
-            "only from the calls it explores")
+            f"tuner.tune_from_source([cv], target_budget={k}) in Python: {share}at least {ADVISED_INPUTS}) "
+            "or run the code variant in refining mode (cv.refine()); where the target lies outside the "
+            "sources, few-shot first: refining learns only from the calls it explores")
 
 
 def lead_interval(lead: np.ndarray) -> dict[str, float | None]:

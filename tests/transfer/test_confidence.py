@@ -190,6 +190,7 @@ def test_the_advice_times_two_percent_of_the_training_inputs_and_never_fewer_tha
     from nitro.transfer.confidence import advice
     assert "target_budget=21)" in advice(1069) and "target_budget=5)" in advice(48)
     assert "refining" in advice(48) and "outside the sources, few-shot first" in advice(48)
+    assert "target_budget=5)" in advice(0) and "training inputs" not in advice(0)   # one source: none held out
 
 
 INTEL = "cpu_intel_r_xeon_r_processor_family6_model207_16t"
