@@ -306,8 +306,10 @@ def cmd_tune_from_source(args):
         sampling = f"±{200 * c['standard_error']:.1f} from sampling the inputs; " if c.get("standard_error") else ""
         lines.append(f"expected quality on {p['target']}: {100 * c['predicted_quality']:.1f}% of the optimum "
                      f"({sampling}model's own estimate {100 * c['self_estimate']:.1f}, {held}); "
-                     f"nearest source {c['nearest_source']}" + (", outside the sources' device features"
-                                                                if c["outside_sources"] else ""))
+                     f"nearest source {c['nearest_source']}" + (", outside the sources' device features: "
+                                                                "the figure is what the sources show, and a "
+                                                                "behaviour none of them has can put the target "
+                                                                "far below it" if c["outside_sources"] else ""))
         if p.get("validated_without_family"):
             lines.append(f"family {p['target_metadata'].get('arch')}: no source shares it, so each source was "
                          "validated held out with its own family, as this target is predicted")
