@@ -33,7 +33,7 @@ from .metrics import fraction_of_optimum, majority_vote, random_fraction
 from .progress import progress_bar
 from .transfer.analysis import architecture_sensitivity, best_variant_histogram, device_cosine_similarity
 from .transfer.baselines import full_set_svm_choices
-from .transfer.confidence import estimate_quality
+from .transfer.confidence import FEW_SHOT_SHARE, estimate_quality
 from .transfer.cvdfs import MIN_SOURCES, cv_dfs, family_groups
 from .transfer.coverage import untimed_variants
 from .transfer.data import TransferData, concatenate
@@ -45,7 +45,7 @@ from .transfer.prepare import Prepared
 METHODS = ["random", "majority", "full_set_svm", "full_set", "cvdfs_frequency", "cvdfs", "few_shot",
            "best_source_hindsight", "trained_on_target"]
 FEW_SHOT_BUDGETS = (0.005, 0.01, 0.02, 0.05, 0.1)   # fractions of the training inputs timed on the target
-FEW_SHOT_ESTIMATED = 0.02     # the budget whose model is also cross-validated on its timed inputs
+FEW_SHOT_ESTIMATED = FEW_SHOT_SHARE   # the budget a low estimate advises, whose model is also cross-validated
 
 
 def _pct(b: float) -> str:
