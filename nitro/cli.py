@@ -204,7 +204,7 @@ TIME_WEIGHT_HELP = ("weight each training input of the kernel models by its typi
                     "total time of many calls over the mean %% of the optimum per input)")
 
 ONLINE_DEFAULTS = {"passes": 10, "stream": None, "budget": 0.02, "time_budget": 0.01, "candidates": 2,
-                   "quantile": 0.25, "refit_every": 16, "refit": "trees", "zero_shot": "full"}
+                   "quantile": 0.25, "refit_every": 4, "refit": "trees", "zero_shot": "full"}
 
 
 def cmd_evaluate(args):
@@ -522,7 +522,7 @@ def build_parser() -> argparse.ArgumentParser:
     online.add_argument("--candidates", type=int, default=ONLINE_DEFAULTS["candidates"], help="variants an explored call runs (0: all; default 2)")
     online.add_argument("--quantile", type=float, default=ONLINE_DEFAULTS["quantile"],
                         help="explore candidate calls whose margin is in this lowest share of recent margins")
-    online.add_argument("--refit-every", type=int, default=ONLINE_DEFAULTS["refit_every"], help="new target rows between refits (default 16)")
+    online.add_argument("--refit-every", type=int, default=ONLINE_DEFAULTS["refit_every"], help="new target rows between refits (default 4)")
     online.add_argument("--refit", choices=["trees", "kernel"], default=ONLINE_DEFAULTS["refit"],
                         help="refit from the sources' and the target's rows by per-variant boosted trees "
                              "(default), or correct the zero-shot kernel model")

@@ -19,7 +19,12 @@ background, and swapped in atomically.
 3. It explores when its margin is at most the ``quantile`` of the margins of the last
    ``window`` candidate calls: the threshold comes from the model's own scores on the inputs
    it is actually given, not from a constant (during the first ``warmup`` candidates, while
-   there are too few margins to rank, every candidate explores).
+   there are too few margins to rank, every candidate explores). Once a refit exists, a
+   candidate on which the latest refit and the starting model choose differently explores too,
+   whatever its margin (``disputed`` in :meth:`Refiner.stats`): a model can be sure and wrong
+   (a start model far from a target whose sources agree), and the duel between the two choices
+   (below) is then timed where they differ by most, not only on near ties, whose single timings
+   are mostly noise.
 
 The budget is a hard bound: after ``n`` calls at most ``budget·n + 1`` have explored.
 
@@ -117,7 +122,7 @@ BUDGET = 0.02          # default share of calls that may explore
 TIME_BUDGET = 0.01     # default share of the served calls' time that exploring may add
 SPREAD = 4             # an explored call may take at most 1/SPREAD of the time budget left
 QUANTILE = 0.25        # default share of candidate calls judged uncertain
-REFIT_EVERY = 16       # default new target rows between refits
+REFIT_EVERY = 4        # default new target rows between refits
 REFIT_GROWTH = 0.125   # ... or this share of the rows so far, if more: O(n) total refit work over n rows
 MIN_COMPLETE = 20      # complete rows before a non-kernel model is refitted as an on-device SVM
 HOLDS = 1.0 - TimingPolicy.tie   # the start model stays while it reaches this share of the best timed
@@ -331,7 +336,8 @@ class Refiner:
         self._losses: deque[tuple[float, float]] = deque(maxlen=REGRET_WINDOW)   # (choice's time, time lost)
         self._counts = dict(candidate_calls=0, explored=0, budget_skips=0, time_skips=0, rows_recorded=0,
                             rows_written=0, rows_dropped=0, store_errors=0, refits=0, refits_kept=0, base_held=0,
-                            refits_lost=0, refit_errors=0, duels_during_refits=0)
+                            refits_lost=0, refit_errors=0, duels_during_refits=0,
+                            disputed=0)
         self.explore_seconds = 0.0     # all variant runs of explored calls
         self.extra_seconds = 0.0       # the part the model's choice alone would not have spent
         self.last_store_error: str | None = None
@@ -397,9 +403,12 @@ class Refiner:
                 del ordered[bisect.bisect_left(ordered, self._margins.popleft())]
             self._margins.append(margin)
             bisect.insort(ordered, margin)
-            if not uncertain:
+        duel, rival = self._duel_pair(values, choice, timed, model)
+        if not uncertain:
+            if duel is None:
                 return None
-        duel, rival = self._duel_pair(values, choice, timed, model)   # asked of uncertain calls only
+            with self._lock:                   # sure by its margin, but the latest refit and the
+                self._counts["disputed"] += 1  # start model disagree: a duel, where it tells most
         if duel is not None:                   # the other model's choice first: refit against start
             others = [rival] + [v for v in others if v != rival]
         others = others[:limit]
@@ -787,7 +796,8 @@ class Refiner:
     def stats(self) -> dict:
         """Counts so far: calls, candidate calls scored, explored calls and their share, rows
         recorded / written / dropped, store errors, refits (swapped, kept, lost to the starting
-        model, failed) and the duels' evidence (``duel_inputs``, ``duel_log_gain``), seconds
+        model, failed) and the duels' evidence (``duel_inputs``, ``duel_log_gain``; ``disputed``:
+        candidate calls sure by their margin that explored because the two models disagreed), seconds
         spent by explored calls and the extra part of it, the estimated time of the calls served
         (``served_seconds``) and the time budget with the calls it kept from exploring
         (``time_skips``), the current margin threshold, the

@@ -576,6 +576,27 @@ def test_a_duel_is_counted_for_the_models_whose_choices_ran():
     assert d.model is r.base                                      # lost: the start serves again
 
 
+def test_a_call_the_refit_and_the_start_model_disagree_on_duels_though_its_margin_is_wide():
+    """A model can be sure and wrong (a start model far from a target whose sources agree): where
+    the latest refit and the start model choose differently, a candidate call duels whatever its
+    margin says; where they agree, a wide margin still keeps the call from exploring."""
+    d, r = _duelling([_one_variant("c")])
+    assert r.refit_now() and d.choose([0.001]) == "c" and d.choose([0.001], r.base) == "a"
+    r.quantile, r.warmup = 0.25, 1                # margins rank now: the quarter below explores
+    for x in XS[3::8]:                            # the refit's margins, all wide
+        r.tick()
+        r.plan([float(x) + 1e-4], d.choose([float(x) + 1e-4]))
+    r.tick()
+    ex = r.maybe_explore([0.001], "c", lambda v: (v, {"a": 1.0, "b": 3.0, "c": 2.0}[v]))
+    s = r.stats()
+    assert ex is not None and set(ex.times) == {"a", "c"}
+    assert s["disputed"] >= 1 and s["duel_inputs"] == 1 and np.isclose(r.duel_log_gain, np.log(1.0 / 2.0))
+    agree = float(np.exp(2.0) - 1.0)              # the start model chooses c here too
+    assert d.choose([agree], r.base) == "c"
+    r.tick()
+    assert r.plan([agree], "c") is None and r.threshold < 0.5
+
+
 def test_a_refit_whose_choice_raises_loses_its_duels():
     d, r = _duelling([_one_variant("c"), None])
     assert r.refit_now()
