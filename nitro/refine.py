@@ -797,7 +797,7 @@ class Refiner:
         """Counts so far: calls, candidate calls scored, explored calls and their share, rows
         recorded / written / dropped, store errors, refits (swapped, kept, lost to the starting
         model, failed) and the duels' evidence (``duel_inputs``, ``duel_log_gain``; ``disputed``:
-        candidate calls sure by their margin that explored because the two models disagreed), seconds
+        candidate calls sure by their margin on which the two models disagreed, before the budgets), seconds
         spent by explored calls and the extra part of it, the estimated time of the calls served
         (``served_seconds``) and the time budget with the calls it kept from exploring
         (``time_skips``), the current margin threshold, the

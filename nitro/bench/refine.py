@@ -300,7 +300,7 @@ def format_refine(r: dict) -> str:
               f"(on {s.get('duel_inputs', 0)} inputs where their choices differed, refit/start time "
               f"{math.exp(-s.get('duel_log_gain', 0.0) / max(s.get('duel_inputs', 0), 1)):.3f}, geometric mean; "
               f"{s.get('duels_during_refits', 0)} more timed while a refit ran, not counted; "
-              f"{s.get('disputed', 0)} calls sure by their margin explored because the two disagreed), "
+              f"{s.get('disputed', 0)} calls sure by their margin where the two disagreed), "
               f"rows written {s['rows_written']}, dropped {s['rows_dropped']}, store errors {s['store_errors']}",
               f"stream {r['stream_seconds']:.3f} s, estimated optimum {r['stream_optimum_seconds']:.3f} s "
               f"(ratio {r['stream_vs_optimum']:.3f}; from {r['oracle_images']} exhaustively timed images)",
