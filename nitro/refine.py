@@ -336,8 +336,7 @@ class Refiner:
         self._losses: deque[tuple[float, float]] = deque(maxlen=REGRET_WINDOW)   # (choice's time, time lost)
         self._counts = dict(candidate_calls=0, explored=0, budget_skips=0, time_skips=0, rows_recorded=0,
                             rows_written=0, rows_dropped=0, store_errors=0, refits=0, refits_kept=0, base_held=0,
-                            refits_lost=0, refit_errors=0, duels_during_refits=0,
-                            disputed=0)
+                            refits_lost=0, refit_errors=0, duels_during_refits=0, disputed=0)
         self.explore_seconds = 0.0     # all variant runs of explored calls
         self.extra_seconds = 0.0       # the part the model's choice alone would not have spent
         self.last_store_error: str | None = None
@@ -404,15 +403,14 @@ class Refiner:
             self._margins.append(margin)
             bisect.insort(ordered, margin)
         duel, rival = self._duel_pair(values, choice, timed, model)
-        if not uncertain:
-            if duel is None:
-                return None
-            with self._lock:                   # sure by its margin, but the latest refit and the
-                self._counts["disputed"] += 1  # start model disagree: a duel, where it tells most
+        if not uncertain and duel is None:
+            return None
         if duel is not None:                   # the other model's choice first: refit against start
             others = [rival] + [v for v in others if v != rival]
         others = others[:limit]
         with self._lock:
+            if not uncertain:                  # sure by its margin, but the latest refit and the start
+                self._counts["disputed"] += 1  # model disagree: a duel, where it tells most
             if self._counts["explored"] + 1 > self.budget * self.calls + 1:
                 self._counts["budget_skips"] += 1
                 return None
