@@ -182,7 +182,8 @@ def cmd_bench_refine(args):
                           candidates=args.candidates or None,
                           quantile=args.quantile, refit_every=args.refit_every, oracle_every=args.oracle_every,
                           overhead_calls=args.overhead_calls, datasets=args.datasets, n_train=args.train,
-                          n_test=args.test, repeats=args.repeats, pause_seconds=args.pause_seconds)
+                          n_test=args.test, repeats=args.repeats, pause_seconds=args.pause_seconds,
+                          fresh_stream=args.fresh_stream)
     _emit(args, result, format_refine(result))
 
 
@@ -665,6 +666,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overhead-calls", type=int, default=20000, help="calls per side of the overhead measurement")
     p.add_argument("--pause-seconds", type=float, default=10.0,
                    help="seconds of calls timed with no refit, a refit in a thread and one in a process (0: skip)")
+    p.add_argument("--fresh-stream", type=int, default=1000,
+                   help="images of a second, fresh stream on which the three models' choices are timed (0: skip)")
     p.add_argument("--datasets", default=None, help="folder of recorded <device>/histogram data (default: datasets/)")
     p.set_defaults(func=cmd_bench_refine)
     p = bench.add_parser("scale", parents=[common],

@@ -21,6 +21,13 @@ Reported, all measured in the same run:
   each call timed, explored calls left out; the mean difference and the ratio;
 * the share of the CPUs other work took during the run (:mod:`nitro.quiet`; the embedded store's
   server, a daemon, counts as other work), flagged above 5%;
+* the three models on a fresh stream (``fresh_stream`` images never seen, as the stream serves
+  them: each image generated just before its calls, each distinct variant the three models
+  choose for it run once, in a random order, its time charged to every model that chose it):
+  Σ time of each model against ``tune()``'s. The test images' score times every variant with
+  nitro's timing policy (warm repeats, median), the conditions ``tune()`` learns from; the
+  stream times single calls on fresh images, the conditions refining learns from and a user's
+  stream runs in. Selection only: each model's dispatch cost is in the overhead figures;
 * calls during refits: plain calls on small images timed one by one while the stream's refit
   (from the sources' rows and the stream's target rows) runs again and again beside them, in a
   thread of this process and in a child process (``refit_in``), against the same calls with no
@@ -111,6 +118,34 @@ def _dispatch_overhead(model, calls: int, refine_options: dict) -> dict:
             "ratio": on.mean() / off.mean(), "median_ratio": float(np.median(on) / np.median(off))}
 
 
+def _fresh_stream(models: dict, count: int, seed: int, reference: str = "tuned here (tune)") -> dict:
+    """Σ seconds of each model's choices on ``count`` images never seen before, served as the
+    stream serves them: each distinct chosen variant run once per image, in a random order, its
+    time charged to every model that chose it (where the models agree, their times are the same
+    timing). Against ``reference``: the ratio of sums and the geometric mean of per-image ratios."""
+    rng = np.random.default_rng([seed, 31])
+    seconds = {name: [] for name in models}
+    first = next(iter(models.values()))
+    differ = dict.fromkeys(models, 0)
+    for img, _ in histogram.iter_inputs(count, seed=7000 + seed):
+        chosen = {name: cv.select(img) for name, cv in models.items()}
+        timed = {}
+        for v in rng.permutation(sorted(set(chosen.values()))):
+            t0 = time.perf_counter()
+            first.variants[v](img)
+            timed[v] = time.perf_counter() - t0
+        for name, v in chosen.items():
+            seconds[name].append(timed[v])
+            differ[name] += v != chosen[reference]
+    ref = np.array(seconds[reference])
+    return {"images": count, "reference": reference,
+            "seconds": {name: float(np.sum(s)) for name, s in seconds.items()},
+            "vs_reference": {name: float(np.sum(s) / ref.sum()) for name, s in seconds.items()},
+            "geomean_vs_reference": {name: float(np.exp(np.mean(np.log(np.array(s) / ref))))
+                                     for name, s in seconds.items()},
+            "images_differing_from_reference": differ}
+
+
 def _calls_during_refits(model, refit, X, T, seconds: float) -> dict:
     """Plain calls timed one by one on this thread while ``refit(model, X, T)`` runs in a loop
     in another thread, itself (``thread``) or through a child process (``process``), and with no
@@ -159,10 +194,10 @@ def _calls_during_refits(model, refit, X, T, seconds: float) -> dict:
 def bench_refine(stream: int = 400, seed: int = 0, budget: float = 0.02, time_budget: float | None = 0.01,
                  candidates: int | None = 2, quantile: float = 0.25, refit_every: int = 4, oracle_every: int = 20,
                  n_train: int = 48, n_test: int = 48, overhead_calls: int = 20000, datasets=None,
-                 repeats: int = 1, pause_seconds: float = 10.0) -> dict:
+                 repeats: int = 1, pause_seconds: float = 10.0, fresh_stream: int = 1000) -> dict:
     """Run the comparison described in the module documentation."""
-    if stream < 1 or oracle_every < 1:
-        raise ValueError("bench refine needs a stream of at least one image and oracle_every >= 1")
+    if stream < 1 or oracle_every < 1 or fresh_stream < 0:
+        raise ValueError("bench refine needs a stream of at least one image, oracle_every >= 1 and fresh_stream >= 0")
     started = time.perf_counter()
     here = devices.cpu_device_id()
     with tempfile.TemporaryDirectory(prefix="nitro-refine-") as tmp:
@@ -172,7 +207,7 @@ def bench_refine(stream: int = 400, seed: int = 0, budget: float = 0.02, time_bu
         try:
             result = _run(Store(client=server), here, stream, seed, budget, time_budget, candidates, quantile,
                           refit_every, oracle_every, n_train, n_test, overhead_calls, Path(datasets or DATASETS),
-                          started, repeats, pause_seconds)
+                          started, repeats, pause_seconds, fresh_stream)
         finally:
             embedded.shutdown(server)
     after = _cpu_sample()
@@ -190,7 +225,7 @@ def _cpu_sample():
 
 
 def _run(store, here, stream, seed, budget, time_budget, candidates, quantile, refit_every, oracle_every, n_train,
-         n_test, overhead_calls, datasets, started, repeats, pause_seconds) -> dict:
+         n_test, overhead_calls, datasets, started, repeats, pause_seconds, fresh_stream) -> dict:
     sources = import_sources(store, datasets, exclude=here)
     if not sources:
         raise ValueError(f"no recorded {NAME} data of another device under {datasets} (this machine is {here!r})")
@@ -252,6 +287,8 @@ def _run(store, here, stream, seed, budget, time_budget, candidates, quantile, r
     score = lambda cv: 100.0 * fraction_of_optimum(times[ok], choices(cv, test)[ok])  # noqa: E731
     start_cv = histogram.make_code_variant("histogram-start")
     start_cv.model = start_model
+    models = {"start (tune_from_source)": start_cv, "refined": hist, "tuned here (tune)": tuned}
+    fresh = _fresh_stream(models, fresh_stream, seed) if fresh_stream else None
     overhead = _dispatch_overhead(hist.model, overhead_calls, options)
     efficiency = sampled_best / sampled_dispatched
     optimum = efficiency * float(np.sum(dispatched))
@@ -275,7 +312,7 @@ def _run(store, here, stream, seed, budget, time_budget, candidates, quantile, r
         "oracle_images": -(-stream // oracle_every), "dispatched_efficiency": efficiency,
         "stream_optimum_seconds": optimum,
         "stream_vs_optimum": stream_seconds / optimum, "explore_extra_vs_optimum": stats["extra_seconds"] / optimum,
-        "overhead": overhead, "calls_during_refits": during,
+        "overhead": overhead, "calls_during_refits": during, "fresh_stream": fresh,
         "seconds": {"tune_from_source": built - started, "stream": streamed - built,
                     "total": time.perf_counter() - started},
     }
@@ -313,6 +350,7 @@ def format_refine(r: dict) -> str:
               f"+{o['overhead_us']:.2f} us (ratio {o['ratio']:.3f}; counter-only calls "
               f"+{o['overhead_non_candidate_us']:.2f} us, scored calls "
               f"+{o['overhead_candidate_us'] if o['overhead_candidate_us'] is not None else float('nan'):.2f} us)",
+              *_format_fresh(r.get("fresh_stream")),
               *_format_during(r.get("calls_during_refits")),
               _format_foreign(r.get("foreign_cpu_share")),
               f"time: tune_from_source {r['seconds']['tune_from_source']:.0f} s, stream "
@@ -325,6 +363,18 @@ def _format_foreign(share: float | None) -> str:
         return "other work's share of the CPUs during the run: unknown (no /proc/stat)"
     busy = " (a busy machine: the timings and scores above are noisy; run it again when it is quiet)"
     return f"other work's share of the CPUs during the run: {share:.3f}{busy if share > BUSY else ''}"
+
+
+def _format_fresh(f: dict | None) -> list[str]:
+    if not f:
+        return []
+    lines = [f"the three models on a fresh stream of {f['images']} images (each chosen variant timed once, "
+             f"as the stream serves; against {f['reference']}):",
+             f"  {'model':<28}{'seconds':>10}{'sum ratio':>11}{'geo. mean':>11}{'images differing':>18}"]
+    lines += [f"  {name:<28}{f['seconds'][name]:>10.3f}{f['vs_reference'][name]:>11.3f}"
+              f"{f['geomean_vs_reference'][name]:>11.3f}{f['images_differing_from_reference'][name]:>18}"
+              for name in f["seconds"]]
+    return lines
 
 
 def _format_during(d: dict | None) -> list[str]:

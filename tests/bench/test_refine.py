@@ -40,7 +40,7 @@ def test_bench_refine_json(tmp_path, capsys):
     # and without target rows there are no refits to time calls against
     assert main(["bench", "refine", "--json", "--stream", "30", "--train", "6", "--test", "4", "--budget", "0.1",
                  "--time-budget", "0", "--refit-every", "1", "--oracle-every", "10", "--overhead-calls", "300",
-                 "--pause-seconds", "0.5", "--datasets", str(root)]) == 0
+                 "--pause-seconds", "0.5", "--fresh-stream", "20", "--datasets", str(root)]) == 0
     r = json.loads(capsys.readouterr().out)
     assert r["sources"] == ["cpu_elsewhere"] and r["device"] == cpu_device_id()
     assert set(r["percent_of_optimum"]) == {"start (tune_from_source)", "refined", "tuned here (tune)"}
@@ -51,4 +51,7 @@ def test_bench_refine_json(tmp_path, capsys):
     assert s["refit"] == "SourcesRefit" and s["refit_fallback"] is None and s["refit_errors"] == 0
     during = r["calls_during_refits"]
     assert list(during) == ["none", "thread", "process"] and all(d["calls"] > 0 for d in during.values())
+    f = r["fresh_stream"]
+    assert f["images"] == 20 and f["vs_reference"]["tuned here (tune)"] == 1.0
+    assert all(s > 0 for s in f["seconds"].values()) and f["images_differing_from_reference"]["tuned here (tune)"] == 0
     assert main(["bench", "refine", "--datasets", str(tmp_path / "nothing")]) == 2
