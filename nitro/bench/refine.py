@@ -22,9 +22,9 @@ Reported, all measured in the same run:
 * the share of the CPUs other work took during the run (:mod:`nitro.quiet`; the embedded store's
   server, a daemon, counts as other work), flagged above 5%;
 * the three models on a fresh stream (``fresh_stream`` images never seen, as the stream serves
-  them: each image generated just before its calls, each distinct variant the three models
-  choose for it run once, in a random order, its time charged to every model that chose it):
-  Σ time of each model against ``tune()``'s. The test images' score times every variant with
+  them: each distinct variant the three models choose for an image run once, in a random
+  order, each on its own copy of the image generated just before the call, its time charged to
+  every model that chose it): Σ time of each model against ``tune()``'s. The test images' score times every variant with
   nitro's timing policy (warm repeats, median), the conditions ``tune()`` learns from; the
   stream times single calls on fresh images, the conditions refining learns from and a user's
   stream runs in. Selection only: each model's dispatch cost is in the overhead figures;
@@ -120,20 +120,30 @@ def _dispatch_overhead(model, calls: int, refine_options: dict) -> dict:
 
 def _fresh_stream(models: dict, count: int, seed: int, reference: str = "tuned here (tune)") -> dict:
     """Σ seconds of each model's choices on ``count`` images never seen before, served as the
-    stream serves them: each distinct chosen variant run once per image, in a random order, its
-    time charged to every model that chose it (where the models agree, their times are the same
-    timing). Against ``reference``: the ratio of sums and the geometric mean of per-image ratios."""
+    stream serves them: each distinct chosen variant is timed once per image, in a random order,
+    each on its own copy of the image generated just before its call (lockstep generators of
+    the same images), so that every timed call follows what a stream call follows (making its
+    input, then dispatch's feature step), not another variant's run on the same image; its time
+    is charged to every model that chose it. Against ``reference``: the ratio of sums and the
+    geometric mean of per-image ratios."""
     rng = np.random.default_rng([seed, 31])
     seconds = {name: [] for name in models}
     first = next(iter(models.values()))
     differ = dict.fromkeys(models, 0)
-    for img, _ in histogram.iter_inputs(count, seed=7000 + seed):
-        chosen = {name: cv.select(img) for name, cv in models.items()}
-        timed = {}
-        for v in rng.permutation(sorted(set(chosen.values()))):
-            t0 = time.perf_counter()
-            first.variants[v](img)
-            timed[v] = time.perf_counter() - t0
+    copies = [histogram.iter_inputs(count, seed=7000 + seed) for _ in models]   # as many as distinct choices
+    for _ in range(count):
+        timed, order = {}, []
+        for k, generator in enumerate(copies):
+            img, _ = next(generator)
+            if k == 0:                      # dispatch's feature step, here one per model
+                chosen = {name: cv.select(img) for name, cv in models.items()}
+                order = list(rng.permutation(sorted(set(chosen.values()))))
+            else:
+                first.select(img)
+            if k < len(order):
+                t0 = time.perf_counter()
+                first.variants[order[k]](img)
+                timed[order[k]] = time.perf_counter() - t0
         for name, v in chosen.items():
             seconds[name].append(timed[v])
             differ[name] += v != chosen[reference]
