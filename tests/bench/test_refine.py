@@ -55,3 +55,21 @@ def test_bench_refine_json(tmp_path, capsys):
     assert f["images"] == 20 and f["vs_reference"]["tuned here (tune)"] == 1.0
     assert all(s > 0 for s in f["seconds"].values()) and f["images_differing_from_reference"]["tuned here (tune)"] == 0
     assert main(["bench", "refine", "--datasets", str(tmp_path / "nothing")]) == 2
+
+
+def test_fresh_stream_charges_one_timing_to_every_model_that_chose_it():
+    """Models that choose alike are charged the same timing (their ratio is exactly 1); a model
+    that chooses otherwise on every image is timed on its own copy of each image."""
+    from nitro.bench.refine import _fresh_stream
+    from nitro.benchmarks import histogram
+    from nitro.variant import code_variant
+
+    def pinned(name, variant):   # no model: dispatch runs the default
+        return code_variant(name, histogram.VARIANTS, histogram.FEATURES, default=variant,
+                            reference=histogram.reference)
+    models = {"a": pinned("fresh-a", "shared_atomic_even"), "b": pinned("fresh-b", "sort_even"),
+              "c": pinned("fresh-c", "shared_atomic_even")}
+    f = _fresh_stream(models, 5, seed=0, reference="a")
+    assert f["images_differing_from_reference"] == {"a": 0, "b": 5, "c": 0}
+    assert f["vs_reference"]["c"] == 1.0 and f["geomean_vs_reference"]["c"] == 1.0
+    assert f["seconds"]["a"] == f["seconds"]["c"] > 0 and f["seconds"]["b"] > 0 and f["seconds"]["b"] != f["seconds"]["a"]
