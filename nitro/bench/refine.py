@@ -23,11 +23,12 @@ Reported, all measured in the same run:
   server, a daemon, counts as other work), flagged above 5%;
 * the three models on a fresh stream (``fresh_stream`` images never seen, as the stream serves
   them: each distinct variant the three models choose for an image run once, in a random
-  order, each on its own copy of the image generated just before the call, its time charged to
-  every model that chose it): Σ time of each model against ``tune()``'s. The test images' score times every variant with
-  nitro's timing policy (warm repeats, median), the conditions ``tune()`` learns from; the
-  stream times single calls on fresh images, the conditions refining learns from and a user's
-  stream runs in. Selection only: each model's dispatch cost is in the overhead figures;
+  order, each on its own copy of the image generated just before the call, its time charged
+  to every model that chose it): Σ time of each model against ``tune()``'s. The test images'
+  score times every variant with nitro's timing policy (warm repeats, median), the conditions
+  ``tune()`` learns from; the stream times single calls on fresh images, the conditions
+  refining learns from and a user's stream runs in. Selection only: each model's dispatch cost
+  is in the overhead figures;
 * calls during refits: plain calls on small images timed one by one while the stream's refit
   (from the sources' rows and the stream's target rows) runs again and again beside them, in a
   thread of this process and in a child process (``refit_in``), against the same calls with no
@@ -138,9 +139,9 @@ def _fresh_stream(models: dict, count: int, seed: int, reference: str = "tuned h
             if k == 0:                      # dispatch's feature step, here one per model
                 chosen = {name: cv.select(img) for name, cv in models.items()}
                 order = list(rng.permutation(sorted(set(chosen.values()))))
-            else:
-                first.select(img)
             if k < len(order):
+                if k:
+                    first.select(img)       # dispatch's feature step before the timed call
                 t0 = time.perf_counter()
                 first.variants[order[k]](img)
                 timed[order[k]] = time.perf_counter() - t0
