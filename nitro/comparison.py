@@ -73,7 +73,7 @@ def compare_selectors(data: TransferData, main: list[int], train: np.ndarray, te
     for t in main:
         dev = data.devices[t]
         tr = train[np.isfinite(data.times[t, train]).any(axis=1)]
-        te = test[np.isfinite(data.times[t, test]).any(axis=1)]
+        te = test[np.isfinite(data.times[t, test]).all(axis=1)]       # scored where it timed every variant
         times = data.times[t, te]
         sources = [s for s in main if s != t]
         prep = Prepared.build(data, sources, train, extra_devices=[t])

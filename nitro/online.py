@@ -111,13 +111,14 @@ def replay(model: SelectorModel, X: np.ndarray, times: np.ndarray, stream: np.nd
 
 
 def _target(data, t: int, sources: list[int], train, test, *, passes: int, stream_length: int | None,
-            seed: int, cvdfs: bool, max_size: int, n_jobs, refit: str, time_weight: float, options: dict) -> dict:
+            seed: int, cvdfs: bool, max_size: int, n_jobs, refit: str, time_weight: float, options: dict,
+            cross_kind: bool = False) -> dict:
     from .transfer.fewshot_trees import TreesRefit
     from .transfer.prepare import Prepared
     started = time.perf_counter()
     times = data.times[t]
     train = train[np.isfinite(times[train]).any(axis=1)]
-    test = test[np.isfinite(times[test]).any(axis=1)]
+    test = test[(np.isfinite(times[test]).any if cross_kind else np.isfinite(times[test]).all)(axis=1)]
     prep = Prepared.build(data, sources, train, extra_devices=[t], time_weight=time_weight)
     base = zero_shot_model(data, sources, train, t, cvdfs=cvdfs, max_size=max_size, n_jobs=n_jobs, prep=prep)
     if refit == "trees":
@@ -184,7 +185,7 @@ def evaluate_online(m: Measurements, variants=None, devices=None, test_size: flo
     for o in others:
         t = data.device_index(o)
         if np.isfinite(data.times[t, train]).any() and np.isfinite(data.times[t, test]).any():
-            cross[o] = _target(data, t, idx, train, test, **common)
+            cross[o] = _target(data, t, idx, train, test, cross_kind=True, **common)
     return {
         "variants": list(data.variants), "devices": [data.devices[i] for i in idx], "cross_kind_devices": others,
         "notes": notes,

@@ -235,3 +235,27 @@ def test_a_time_weight_reaches_the_kernel_models_and_the_report(family_measureme
     assert "weighted by their time" not in format_evaluation(plain)
     with pytest.raises(ValueError, match="time_weight must be a finite number >= 0"):
         evaluate(m, methods=["full_set"], time_weight=-0.5)
+
+
+def test_devices_that_timed_different_inputs_are_each_scored_on_their_own():
+    """Machines that recorded separately time different inputs: with few inputs timed on every
+    device, each target is scored on the test inputs it timed, the sources learn from the
+    training inputs they timed, and few-shot asks the target only for inputs it timed."""
+    rng = np.random.default_rng(4)
+    devices, inputs, variants = [f"dev{i}" for i in range(5)], [f"in{i}" for i in range(160)], ["a", "b", "c"]
+    size = rng.uniform(1, 100, len(inputs))
+    cores = np.array([8.0, 16.0, 32.0, 64.0, 128.0])
+    rows, index = [], []
+    for d, c in zip(devices, cores):
+        for i in rng.choice(len(inputs), size=90, replace=False):      # each its own 90 of 160
+            rows.append([size[i] / c + 1.0, size[i] / 50 + 0.5, 2.0 * rng.uniform(0.9, 1.1)])
+            index.append((d, inputs[i]))
+    times = pd.DataFrame(rows, columns=variants, index=pd.MultiIndex.from_tuples(index, names=["device", "input"]))
+    m = Measurements(times, pd.DataFrame({"size": size}, index=inputs), pd.DataFrame({"cores": cores}, index=devices))
+    data, idx, _, train, test, notes = split(m)
+    assert len(data.complete_inputs(idx)) < 20 and len(train) + len(test) == len(data.inputs_complete_on_any(idx))
+    assert any("each target is scored on the test inputs it timed" in n for n in notes)
+    r = evaluate(m, methods=["majority", "cvdfs", "few_shot", "best_source_hindsight"], max_size=1)
+    for d in devices:
+        assert all(0.0 < v <= 100.0 for v in r["targets"][d].values()), r["targets"][d]
+        assert {"majority", "cvdfs", "few_shot_2pct", "best_source_hindsight"} <= set(r["targets"][d])
