@@ -35,7 +35,7 @@ from .transfer.analysis import architecture_sensitivity, best_variant_histogram,
 from .transfer.baselines import full_set_svm_choices
 from .transfer.confidence import FEW_SHOT_SHARE, estimate_quality
 from .transfer.cvdfs import MIN_SOURCES, cv_dfs, family_groups
-from .transfer.coverage import untimed_variants
+from .transfer.coverage import COMMON_SHARE, untimed_variants
 from .transfer.data import TransferData, concatenate
 from .transfer.fewshot import pick_inputs
 from .transfer.fewshot_trees import ADVISED_INPUTS, cross_validated_quality, fit_few_shot_trees
@@ -46,9 +46,8 @@ METHODS = ["random", "majority", "full_set_svm", "full_set", "cvdfs_frequency", 
            "best_source_hindsight", "trained_on_target"]
 FEW_SHOT_BUDGETS = (0.005, 0.01, 0.02, 0.05, 0.1)   # fractions of the training inputs timed on the target
 FEW_SHOT_ESTIMATED = FEW_SHOT_SHARE   # the budget a low estimate advises, whose model is also cross-validated
-MIN_INPUTS = 20         # inputs an evaluation needs
-COMMON_SHARE = 0.5      # the inputs timed on every device are the evaluation's while they are at least this share
-                        # of those timed on some device; else each device is scored on, and learnt from, its own
+MIN_INPUTS = 20         # inputs an evaluation needs; the inputs timed on every device are the evaluation's while they
+# are at least COMMON_SHARE of those timed on some device, else each device is scored on, and learnt from, its own
 
 
 def _pct(b: float) -> str:

@@ -27,6 +27,7 @@ from ..dataset import Measurements
 from .prepare import learnable
 
 MIN_INPUTS = 2        # a cross-device model needs at least two training inputs (Prepared.build)
+COMMON_SHARE = 0.5    # below this share of the inputs timed on some source, those timed on every source are few
 MIN_SAME_KIND = 3     # sources of the target's kind that make the others unnecessary
 
 

@@ -20,7 +20,7 @@ from ..model import SelectorModel, transfer_origin
 from ..progress import progress_bar
 from ..store import Store
 from ..store.redis_store import same_computation
-from .coverage import choose_variants, sources_of_kind
+from .coverage import COMMON_SHARE, choose_variants, sources_of_kind
 from .confidence import estimate_quality, nearest_distances
 from .cvdfs import cv_dfs, family_groups, held_out_results
 from .data import TransferData, concatenate, stack_times
@@ -124,6 +124,9 @@ def _load(store: Store, name: str, variants, features, sources, target, target_f
     provenance = {"method": "tune_from_source", "target": target, "sources": sources,
                   "target_metadata": target_meta, "sources_left_out": sources_left_out, "variants": choice.variants,
                   "variants_left_out": choice.left_out, "n_training_rows": int(len(train) * len(sources))}
+    somewhere = len(data.inputs_complete_on_any(sources))
+    if len(train) < COMMON_SHARE * somewhere:     # sources that timed different inputs: say what is lost
+        provenance["inputs_left_out"] = {"learnt_from": int(len(train)), "timed_on_some_source": somewhere}
     return data, t, provenance
 
 

@@ -436,3 +436,21 @@ def test_a_target_budget_without_a_way_to_measure_picks_among_the_targets_record
     with pytest.raises(ValueError, match="devX has none of the 160 training inputs recorded.*Autotuner.tune_from_source"):
         tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=sources, target="devX", target_budget=8,
                          target_features=features, save=False, progress=False)
+
+
+def test_sources_that_timed_different_inputs_say_how_many_the_kernel_model_left_out(store):
+    """The kernel model learns from the inputs timed on every source; where sources recorded
+    different inputs, the provenance says how many it learnt from and how many it left out."""
+    m = planted()
+    store.declare("toy", VARIANTS, ["size", "skew"])
+    for k, d in enumerate(m.device_ids):      # dev1..dev6 each lack a quarter: j % 4 == 1, 2, 0, 1, 2, 0
+        t = m.for_device(d)
+        mine = [i for j, i in enumerate(t.index) if k == 0 or j % 4 != k % 3]
+        store.put_rows("toy", d, [TrainingRow(i, m.inputs.loc[i].to_dict(), t.loc[i].to_dict()) for i in mine])
+        store.put_device(d, {f: {"value": float(v), "unit": "", "source": "datasheet"}
+                             for f, v in m.devices.loc[d].items()})
+    kw = dict(target="dev0", max_subset_size=1, save=False, progress=False)
+    model = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], **kw)
+    assert model.provenance["inputs_left_out"] == {"learnt_from": 40, "timed_on_some_source": 160}
+    two = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=["dev1", "dev4"], **kw)
+    assert "inputs_left_out" not in two.provenance          # dev1 and dev4 lack the same quarter
