@@ -289,12 +289,10 @@ def cmd_tune_from_source(args):
     lines += [f"left out variant {v}: {why}" for v, why in p["variants_left_out"].items()]
     lines += [f"left out source {s}: {why}" for s, why in p["sources_left_out"].items()]
     lines += [f"left out device feature {f}: {why}" for f, why in p.get("device_features_left_out", {}).items()]
-    if "inputs_left_out" in p:
-        n = p["inputs_left_out"]
-        lines.append(f"the kernel model learns from the {n['learnt_from']} inputs timed on every source; "
-                     f"{n['timed_on_some_source'] - n['learnt_from']} more timed on some sources only are left out: "
-                     "time the same inputs on every source (nitro record's generated inputs are) for a model that "
-                     "learns from them all")
+    if "rows_filled_in" in p:
+        n = p["rows_filled_in"]
+        lines.append(f"the sources timed different inputs ({n['timed_on_every_source']} of {n['inputs']} on every "
+                     f"source): {n['rows']} of their rows are filled in from each source's nearest timed inputs")
     c = p.get("confidence")
     if "few_shot" in p:
         z = p["zero_shot_confidence"]

@@ -35,12 +35,12 @@ from .transfer.analysis import architecture_sensitivity, best_variant_histogram,
 from .transfer.baselines import full_set_svm_choices
 from .transfer.confidence import FEW_SHOT_SHARE, estimate_quality
 from .transfer.cvdfs import MIN_SOURCES, cv_dfs, family_groups
-from .transfer.coverage import COMMON_SHARE, untimed_variants
+from .transfer.coverage import untimed_variants
 from .transfer.data import TransferData, concatenate
 from .transfer.fewshot import pick_inputs
 from .transfer.fewshot_trees import ADVISED_INPUTS, cross_validated_quality, fit_few_shot_trees
 from .transfer.fit import transfer_scores
-from .transfer.prepare import Prepared
+from .transfer.prepare import COMMON_SHARE, Prepared
 
 METHODS = ["random", "majority", "full_set_svm", "full_set", "cvdfs_frequency", "cvdfs", "few_shot",
            "best_source_hindsight", "trained_on_target"]

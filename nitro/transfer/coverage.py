@@ -24,10 +24,9 @@ import numpy as np
 import pandas as pd
 
 from ..dataset import Measurements
-from .prepare import learnable
+from .prepare import COMMON_SHARE, learnable
 
 MIN_INPUTS = 2        # a cross-device model needs at least two training inputs (Prepared.build)
-COMMON_SHARE = 0.5    # below this share of the inputs timed on some source, those timed on every source are few
 MIN_SAME_KIND = 3     # sources of the target's kind that make the others unnecessary
 
 
@@ -66,7 +65,8 @@ def usable_inputs(m: Measurements, devices, variants) -> int:
     timed = _timed(m, devices)[variants].notna()
     inputs = timed.index.get_level_values(1).unique()
     cube = np.stack([timed.xs(d, level=0).reindex(inputs, fill_value=False).to_numpy() for d in devices])
-    return int(learnable(cube).sum())
+    every, some = int(learnable(cube).sum()), int(learnable(cube, some=True).sum())
+    return every if every >= COMMON_SHARE * some else some      # as shared_rows chooses
 
 
 def sources_of_kind(kinds: Mapping[str, str | None], target: str, candidates) -> tuple[list[str], dict[str, str]]:

@@ -120,14 +120,17 @@ def held_out_results(prep: Prepared, subsets: list[tuple] | Mapping[int, list[tu
     out = {}
     if len(prep.sources) < 2:
         return out
-    best = {s: prep.data.labels(s, prep.train) for s in prep.sources}   # a time on every source
-    rows = prep.train[score_rows(len(prep.train), HELD_OUT_SCORE_MAX)]
+    best = {s: prep.labels(s) for s in prep.sources}   # filled in where a source did not time an input
+    sample = score_rows(len(prep.train), HELD_OUT_SCORE_MAX)
+    rows = {t: prep.train[sample[prep.timed(t)[sample]]] for t in prep.sources}     # scored where t timed them
     svm = Parallel(n_jobs=n_jobs, prefer="threads")(
-        delayed(full_set_svm_choices)(prep.data, held_out_sources(prep, t, groups), prep.train, t, rows)
+        delayed(full_set_svm_choices)(prep.data, held_out_sources(prep, t, groups), prep.train, t, rows[t])
         for t in prep.sources)
     for t, svm_choice in zip(prep.sources, svm):
-        pred = predict_held_out(prep, t, subsets[t] if isinstance(subsets, Mapping) else subsets, lam, groups)
-        times = prep.data.times[t, prep.train]
+        timed = prep.timed(t)
+        pred = predict_held_out(prep, t, subsets[t] if isinstance(subsets, Mapping) else subsets, lam, groups)[timed]
+        times = prep.data.times[t, prep.train[timed]]
+        best_t = {s: b[timed] for s, b in best.items()}
         rest = held_out_sources(prep, t, groups)
         reached = speedup_vs_best(times)[np.arange(len(times)), pred.argmax(axis=1)]   # per input
         out[prep.data.devices[t]] = {
@@ -135,9 +138,9 @@ def held_out_results(prep: Prepared, subsets: list[tuple] | Mapping[int, list[tu
             "quality_se": float(reached.std(ddof=1) / np.sqrt(len(reached))) if len(reached) > 1 else 0.0,
             "inputs": len(reached),
             "expected": float(np.clip(pred.max(axis=1), 0.0, 1.0).mean()),
-            "best_single_source": max(fraction_of_optimum(times, best[s]) for s in rest),
-            "majority": fraction_of_optimum(times, majority_vote(np.array([best[s] for s in rest]), times.shape[1])),
-            "full_set_svm": fraction_of_optimum(prep.data.times[t, rows], svm_choice)}
+            "best_single_source": max(fraction_of_optimum(times, best_t[s]) for s in rest),
+            "majority": fraction_of_optimum(times, majority_vote(np.array([best_t[s] for s in rest]), times.shape[1])),
+            "full_set_svm": fraction_of_optimum(prep.data.times[t, rows[t]], svm_choice)}
     return out
 
 
@@ -150,6 +153,7 @@ def _score_all(prep: Prepared, temp: int, candidates: list[tuple], lam: float, g
     """Each candidate's fraction of the optimum on ``temp``'s training inputs (at most
     ``SCORE_MAX`` of them); ``batch`` models share one pass over the input basis."""
     rows = score_rows(len(prep.train))
+    rows = rows[prep.timed(temp)[rows]]             # where temp timed them
     times = prep.data.times[temp, prep.train[rows]]
     duals = held_out_duals(prep, temp, candidates, lam, groups)
     scores = []

@@ -20,7 +20,7 @@ from ..model import SelectorModel, transfer_origin
 from ..progress import progress_bar
 from ..store import Store
 from ..store.redis_store import same_computation
-from .coverage import COMMON_SHARE, choose_variants, sources_of_kind
+from .coverage import choose_variants, sources_of_kind
 from .confidence import estimate_quality, nearest_distances
 from .cvdfs import cv_dfs, family_groups, held_out_results
 from .data import TransferData, concatenate, stack_times
@@ -120,13 +120,14 @@ def _load(store: Store, name: str, variants, features, sources, target, target_f
         raise ValueError(f"{name}: {exc}") from None
     data = TransferData.from_measurements(m, devices=sources + [target], variants=choice.variants)
     t = data.device_index(target)
-    _, train, _ = shared_rows(data, sources, np.arange(len(data.inputs)), extra_devices=[target])
+    rows_of, train, _ = shared_rows(data, sources, np.arange(len(data.inputs)), extra_devices=[target])
+    ran = np.isfinite(data.times[np.ix_(rows_of, train)]).any(axis=2)
     provenance = {"method": "tune_from_source", "target": target, "sources": sources,
                   "target_metadata": target_meta, "sources_left_out": sources_left_out, "variants": choice.variants,
-                  "variants_left_out": choice.left_out, "n_training_rows": int(len(train) * len(sources))}
-    somewhere = len(data.inputs_complete_on_any(sources))
-    if len(train) < COMMON_SHARE * somewhere:     # sources that timed different inputs: say what is lost
-        provenance["inputs_left_out"] = {"learnt_from": int(len(train)), "timed_on_some_source": somewhere}
+                  "variants_left_out": choice.left_out, "n_training_rows": int(ran.sum())}
+    if not ran.all():             # sources that timed different inputs: their rows are filled in
+        provenance["rows_filled_in"] = {"inputs": int(len(train)), "timed_on_every_source": int(ran.all(axis=0).sum()),
+                                        "rows": int((~ran).sum())}
     return data, t, provenance
 
 

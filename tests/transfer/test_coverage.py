@@ -68,16 +68,25 @@ def test_a_variant_timed_on_no_source_for_some_inputs_keeps_them():
     assert choice.variants == VARIANTS and choice.n_inputs == 29 and choice.left_out == {}
 
 
-def test_too_few_inputs_names_the_sources_and_the_options():
+def test_sources_that_share_no_input_learn_from_all_their_inputs_filled_in():
+    """Sources that timed different inputs (here dev0 none of the others'): the model learns
+    from every input some source timed, each source's other rows filled in (Prepared.build)."""
     m = measurements()
     first, second = m.inputs.index[:15], m.inputs.index[15:]
     keep = [(d == "dev0" and i in first) or (d != "dev0" and i in second) for d, i in m.times.index]
     m = Measurements(m.times[keep], m.inputs, m.devices)      # dev0 shares no input with the others
+    assert choose_variants(m, m.device_ids).n_inputs == 30
+    assert choose_variants(m, ["dev1", "dev2"]).n_inputs == 15
+
+
+def test_too_few_inputs_names_the_sources_and_the_options():
+    m = measurements()
+    keep = [i == m.inputs.index[0] for _, i in m.times.index]
+    m = Measurements(m.times[keep], m.inputs, m.devices)      # one input, on every device
     with pytest.raises(ValueError) as e:
         choose_variants(m, m.device_ids)
     msg = str(e.value)
-    assert "only 0 input(s)" in msg and "dev0 15" in msg and "dev1 15" in msg and "--sources" in msg
-    assert choose_variants(m, ["dev1", "dev2"]).n_inputs == 15
+    assert "only 1 input(s)" in msg and "dev0 1" in msg and "dev1 1" in msg and "--sources" in msg
 
 
 def test_default_sources_are_those_of_the_targets_kind_when_three_share_it():

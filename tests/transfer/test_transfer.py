@@ -438,9 +438,10 @@ def test_a_target_budget_without_a_way_to_measure_picks_among_the_targets_record
                          target_features=features, save=False, progress=False)
 
 
-def test_sources_that_timed_different_inputs_say_how_many_the_kernel_model_left_out(store):
-    """The kernel model learns from the inputs timed on every source; where sources recorded
-    different inputs, the provenance says how many it learnt from and how many it left out."""
+def test_sources_that_timed_different_inputs_have_their_rows_filled_in_and_say_so(store):
+    """Where the inputs every source timed are few, the kernel model learns from every input some
+    source timed, each source's missing rows filled in from its nearest timed inputs; the
+    provenance says how many. Where most are common, only those are learnt from, as before."""
     m = planted()
     store.declare("toy", VARIANTS, ["size", "skew"])
     for k, d in enumerate(m.device_ids):      # dev1..dev6 each lack a quarter: j % 4 == 1, 2, 0, 1, 2, 0
@@ -451,6 +452,8 @@ def test_sources_that_timed_different_inputs_say_how_many_the_kernel_model_left_
                              for f, v in m.devices.loc[d].items()})
     kw = dict(target="dev0", max_subset_size=1, save=False, progress=False)
     model = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], **kw)
-    assert model.provenance["inputs_left_out"] == {"learnt_from": 40, "timed_on_some_source": 160}
+    assert model.provenance["rows_filled_in"] == {"inputs": 160, "timed_on_every_source": 40, "rows": 6 * 40}
+    assert model.provenance["n_training_rows"] == 6 * 120
+    assert model.provenance["confidence"]["held_out_quality"] > 0.9       # scored on rows each source timed
     two = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=["dev1", "dev4"], **kw)
-    assert "inputs_left_out" not in two.provenance          # dev1 and dev4 lack the same quarter
+    assert "rows_filled_in" not in two.provenance and two.provenance["n_training_rows"] == 2 * 120
