@@ -46,8 +46,7 @@ METHODS = ["random", "majority", "full_set_svm", "full_set", "cvdfs_frequency", 
            "best_source_hindsight", "trained_on_target"]
 FEW_SHOT_BUDGETS = (0.005, 0.01, 0.02, 0.05, 0.1)   # fractions of the training inputs timed on the target
 FEW_SHOT_ESTIMATED = FEW_SHOT_SHARE   # the budget a low estimate advises, whose model is also cross-validated
-MIN_INPUTS = 20         # inputs an evaluation needs; the inputs timed on every device are the evaluation's while they
-# are at least COMMON_SHARE of those timed on some device, else each device is scored on, and learnt from, its own
+MIN_INPUTS = 20         # inputs an evaluation needs
 
 
 def _pct(b: float) -> str:
@@ -128,8 +127,10 @@ def _few_shot_budget_note(n_train: int) -> list[str]:
 def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, seed: int = 0):
     """The evaluation's data and split: ``(data, main, others, train, test, notes)`` with
     ``main`` the device indices of the largest kind, ``others`` the cross-kind device ids,
-    training/test input indices drawn by ``seed`` among inputs complete on every main device,
-    and ``notes`` on what was left out and why (reading's notes first). A device without
+    training/test input indices drawn by ``seed`` among inputs complete on every main device
+    (among those complete on some main device where the former are fewer than ``COMMON_SHARE``
+    of them: devices that timed different inputs, each scored on its own), and ``notes`` on
+    what was left out and why (reading's notes first). A device without
     features (no row in ``devices.csv``) is left out; so is a cross-kind device that never
     timed one of the kept variants (its choices could not be scored)."""
     notes = list(m.notes)
@@ -181,9 +182,8 @@ def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, 
                          "and evaluated; the others are left out")
     elif len(somewhere) >= MIN_INPUTS:       # devices that timed different inputs: each its own
         notes.append(f"only {len(complete)} of the {len(somewhere)} inputs timed for every variant on some device "
-                     "are timed so on every device: split among all {0}, each target is scored on the test inputs "
-                     "it timed for every variant, and the sources learn from the training inputs they timed"
-                     .format(len(somewhere)))
+                     f"are timed so on every device: split among all {len(somewhere)}, each target is scored on the "
+                     "test inputs it timed for every variant, and the sources learn from the training inputs they timed")
         complete = somewhere
     else:
         raise ValueError(f"only {len(somewhere)} inputs are timed for every variant on some device; "

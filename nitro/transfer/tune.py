@@ -120,8 +120,8 @@ def _load(store: Store, name: str, variants, features, sources, target, target_f
         raise ValueError(f"{name}: {exc}") from None
     data = TransferData.from_measurements(m, devices=sources + [target], variants=choice.variants)
     t = data.device_index(target)
-    rows_of, train, _ = shared_rows(data, sources, np.arange(len(data.inputs)), extra_devices=[target])
-    ran = np.isfinite(data.times[np.ix_(rows_of, train)]).any(axis=2)
+    source_idx, train, _ = shared_rows(data, sources, np.arange(len(data.inputs)), extra_devices=[target])
+    ran = np.isfinite(data.times[np.ix_(source_idx, train)]).any(axis=2)
     provenance = {"method": "tune_from_source", "target": target, "sources": sources,
                   "target_metadata": target_meta, "sources_left_out": sources_left_out, "variants": choice.variants,
                   "variants_left_out": choice.left_out, "n_training_rows": int(ran.sum())}
