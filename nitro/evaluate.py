@@ -175,7 +175,7 @@ def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, 
         notes.append("no device feature differs between the devices: cross-device models see them all alike")
     elif same:
         notes.append(f"device feature{'s' * (len(same) > 1)} {', '.join(same)} the same on every device: no help in telling them apart")
-    complete, somewhere = data.complete_inputs(main), data.inputs_complete_on_any(main)
+    complete, somewhere = data.complete_inputs(main), data.complete_inputs(main, some=True)
     if len(complete) >= max(MIN_INPUTS, COMMON_SHARE * len(somewhere)):
         if len(complete) < len(data.inputs):
             notes.append(f"{len(complete)} of {len(data.inputs)} inputs are timed for every variant on every device "

@@ -122,12 +122,12 @@ def held_out_results(prep: Prepared, subsets: list[tuple] | Mapping[int, list[tu
         return out
     best = {s: prep.labels(s) for s in prep.sources}   # filled in where a source did not time an input
     sample = score_rows(len(prep.train), HELD_OUT_SCORE_MAX)
-    rows = {t: prep.train[sample[prep.timed(t)[sample]]] for t in prep.sources}     # scored where t timed them
+    rows = {t: prep.train[sample[prep.ran[t][sample]]] for t in prep.sources}     # scored where t timed them
     svm = Parallel(n_jobs=n_jobs, prefer="threads")(
         delayed(full_set_svm_choices)(prep.data, held_out_sources(prep, t, groups), prep.train, t, rows[t])
         for t in prep.sources)
     for t, svm_choice in zip(prep.sources, svm):
-        timed = prep.timed(t)
+        timed = prep.ran[t]
         pred = predict_held_out(prep, t, subsets[t] if isinstance(subsets, Mapping) else subsets, lam, groups)[timed]
         times = prep.data.times[t, prep.train[timed]]
         best_t = {s: b[timed] for s, b in best.items()}
@@ -153,7 +153,7 @@ def _score_all(prep: Prepared, temp: int, candidates: list[tuple], lam: float, g
     """Each candidate's fraction of the optimum on ``temp``'s training inputs (at most
     ``SCORE_MAX`` of them); ``batch`` models share one pass over the input basis."""
     rows = score_rows(len(prep.train))
-    rows = rows[prep.timed(temp)[rows]]             # where temp timed them
+    rows = rows[prep.ran[temp][rows]]             # where temp timed them
     times = prep.data.times[temp, prep.train[rows]]
     duals = held_out_duals(prep, temp, candidates, lam, groups)
     scores = []

@@ -52,15 +52,12 @@ class TransferData:
         except ValueError:
             raise ValueError(f"unknown device {device!r}; known: {self.devices}") from None
 
-    def complete_inputs(self, devices) -> np.ndarray:
-        """Indices of inputs timed for every variant on every one of ``devices``."""
+    def complete_inputs(self, devices, some: bool = False) -> np.ndarray:
+        """Indices of inputs timed for every variant on every one of ``devices`` (``some``: on
+        at least one of them)."""
         idx = [self.device_index(d) if isinstance(d, str) else d for d in devices]
-        return np.flatnonzero(np.isfinite(self.times[idx]).all(axis=(0, 2)))
-
-    def inputs_complete_on_any(self, devices) -> np.ndarray:
-        """Indices of inputs timed for every variant on at least one of ``devices``."""
-        idx = [self.device_index(d) if isinstance(d, str) else d for d in devices]
-        return np.flatnonzero(np.isfinite(self.times[idx]).all(axis=2).any(axis=0))
+        complete = np.isfinite(self.times[idx]).all(axis=2)
+        return np.flatnonzero(complete.any(axis=0) if some else complete.all(axis=0))
 
     def labels(self, device: int, inputs: np.ndarray) -> np.ndarray:
         """Index of the fastest variant of each input on ``device`` (-1 where none is valid)."""

@@ -78,10 +78,6 @@ class Prepared:
     ran: dict                     # per source, which training inputs it timed (the others are filled in)
     filled_labels: dict           # per source, its fastest variant per training input, filled in where not timed
 
-    def timed(self, device: int) -> np.ndarray:
-        """Which training inputs ``device`` timed (every one, for a device that is not a source)."""
-        return self.ran[device] if device in self.ran else np.isfinite(self.data.times[device, self.train]).any(axis=1)
-
     def labels(self, source: int) -> np.ndarray:
         """``source``'s fastest variant on each training input: measured where it timed the
         input, its filled-in fractions' best elsewhere."""
