@@ -94,9 +94,10 @@ def replay(model: SelectorModel, X: np.ndarray, times: np.ndarray, stream: np.nd
     spent = 0.0
     for i in stream:
         values = X[i].tolist()
-        choice = dispatcher.choose(values)
+        serving = dispatcher.model
+        choice = dispatcher.choose(values, serving)
         candidate = refiner.tick()
-        ex = refiner.maybe_explore(values, choice, RecordedRun(times[i], index)) if candidate else None
+        ex = refiner.maybe_explore(values, choice, RecordedRun(times[i], index), serving) if candidate else None
         if ex is None:
             seconds = float(times[i, index[choice]])
             spent += seconds

@@ -365,19 +365,22 @@ class Refiner:
         self.calls = n
         return n % self.stride == 0 and not self._stopped
 
-    def plan(self, values: Sequence[float], choice: str) -> list[str] | None:
+    def plan(self, values: Sequence[float], choice: str, chosen_by: SelectorModel | None = None) -> list[str] | None:
         """The variants a candidate call with features ``values`` and dispatch choice ``choice``
-        should run, or ``None`` when it should run only its choice (sure enough, or no budget)."""
+        should run, or ``None`` when it should run only its choice (sure enough, or no budget).
+        ``chosen_by``: the model that made ``choice``, where the caller knows it (its scores rank
+        the alternatives, and its choice is not predicted again); else the one installed now."""
         with self._lock:
             if self._counts["explored"] + 1 > self.budget * self.calls + 1:
                 self._counts["budget_skips"] += 1
                 return None
         d = self._dispatcher
-        model = d.model
+        model = d.model if chosen_by is None else chosen_by
         scores = model.compiled().scores_one(values)          # C++ for kernel models
         if scores is None:
             scores = model.scores([values])[0].tolist()
-        allowed = [i for i, v in enumerate(model.variants) if v == choice or _holds(d, v, values)]
+        allowed = ([i for i, v in enumerate(model.variants) if v == choice or _holds(d, v, values)]
+                   if d.constraints else range(len(model.variants)))
         if len(allowed) < 2:
             return None
         ranked = sorted(allowed, key=lambda i: -scores[i])
@@ -402,7 +405,7 @@ class Refiner:
                 del ordered[bisect.bisect_left(ordered, self._margins.popleft())]
             self._margins.append(margin)
             bisect.insort(ordered, margin)
-        duel, rival = self._duel_pair(values, choice, timed, model)
+        duel, rival = self._duel_pair(values, choice, timed, model, chosen_by)
         if not uncertain and duel is None:
             return None
         if duel is not None:                   # the other model's choice first: refit against start
@@ -430,16 +433,19 @@ class Refiner:
             self._rng.shuffle(run)
         return run
 
-    def _duel_pair(self, values, choice: str, timed, model: SelectorModel) -> tuple[tuple[str, str] | None, str | None]:
+    def _duel_pair(self, values, choice: str, timed, model: SelectorModel,
+                   chosen_by: SelectorModel | None = None) -> tuple[tuple[str, str] | None, str | None]:
         """``((the latest refit's choice, the start model's), the one that is not ``choice``)``
         on ``values`` when the two differ and ``choice``, the serving ``model``'s, is one of them
         (a call chosen by an older refit is no evidence), and the other was not timed here before
         and is one of ``model``'s variants; else ``(None, None)``. Attributed by the two models'
-        own choices, whichever serves."""
+        own choices, whichever serves (``chosen_by``: the model known to have chosen ``choice``)."""
         refit = self._refit_model
         if refit is None:
             return None, None
-        pair = (self._choice_of(refit, values), self._choice_of(self.base, values))
+        # the model that chose, where the caller says: its choice needs no second prediction
+        pair = (choice if chosen_by is refit else self._choice_of(refit, values),
+                choice if chosen_by is self.base else self._choice_of(self.base, values))
         if None in pair or pair[0] == pair[1] or choice not in pair:
             return None, None
         rival = pair[1] if pair[0] == choice else pair[0]
@@ -536,11 +542,12 @@ class Refiner:
         """The real way of running a call's variants (:class:`TimedRun`)."""
         return TimedRun(variants, args)
 
-    def maybe_explore(self, values: Sequence[float], choice: str,
-                      run: Callable[[str], tuple[Any, float]]) -> Exploration | None:
+    def maybe_explore(self, values: Sequence[float], choice: str, run: Callable[[str], tuple[Any, float]],
+                      chosen_by: SelectorModel | None = None) -> Exploration | None:
         """The refining step of a candidate call (after :meth:`tick`): ``None`` when the call
-        should just run ``choice``, else what exploring it ran."""
-        order = self.plan(values, choice)
+        should just run ``choice`` (made by ``chosen_by``, where known: :meth:`plan`), else what
+        exploring it ran."""
+        order = self.plan(values, choice, chosen_by)
         return None if order is None else self.explore(values, choice, order, run)
 
     # -- rows -------------------------------------------------------------------------------------

@@ -180,8 +180,9 @@ class CodeVariant:
         """A candidate call of refining mode: explore it if the model is unsure, and return
         what the plain call would have returned (see :mod:`nitro.refine`)."""
         values = self.compute_features(*args)
-        choice = self._dispatcher.choose(values)
-        ex = refiner.maybe_explore(values, choice, refiner.timed(self.variants, args))
+        model = self._dispatcher.model          # one read: the choice and its scores from one model
+        choice = self._dispatcher.choose(values, model)
+        ex = refiner.maybe_explore(values, choice, refiner.timed(self.variants, args), model)
         if ex is None:                 # timed: the time budget's account of the served calls
             start = time.perf_counter()
             out = self._run(choice, args)

@@ -576,6 +576,30 @@ def test_a_duel_is_counted_for_the_models_whose_choices_ran():
     assert d.model is r.base                                      # lost: the start serves again
 
 
+def test_a_call_that_names_the_model_it_chose_with_duels_as_one_that_does_not():
+    """A dispatched call names the model that chose (``chosen_by``), so that refining mode
+    need not predict its choice again: the explored variants and the duel are the same as where
+    the refiner asks both models itself, and a stale choice named with the model that made it
+    is still no evidence once another refit serves."""
+    outcomes = []
+    for named in (False, True):
+        d, r = _duelling([_one_variant("c"), None])
+        x = [0.01]
+        assert r.refit_now() and d.choose(x) == "c"
+        r.tick()
+        m = d.model
+        ex = r.maybe_explore(x, d.choose(x, m), lambda v: (v, {"a": 1.0, "b": 4.0, "c": 2.0}[v]), m if named else None)
+        outcomes.append((sorted(ex.times), r.stats()["duel_inputs"], r.duel_log_gain))
+    assert outcomes[0] == outcomes[1] == (["a", "c"], 1, pytest.approx(np.log(1.0 / 2.0)))
+    d, r = _duelling([_one_variant("b"), _one_variant("c"), None])
+    assert r.refit_now()
+    old = d.model
+    stale = d.choose([0.003], old)
+    assert r.refit_now() and d.choose([0.003]) == "c"
+    r.tick()
+    ex = r.maybe_explore([0.003], stale, lambda v: (v, {"a": 1.0, "b": 4.0, "c": 1.0}[v]), old)
+    assert ex is not None and r.stats()["duel_inputs"] == 0
+
 def test_a_call_the_refit_and_the_start_model_disagree_on_duels_though_its_margin_is_wide():
     """A model can be sure and wrong (a start model far from a target whose sources agree): where
     the latest refit and the start model choose differently, a candidate call duels whatever its
