@@ -10,10 +10,10 @@ cross-validation, from running sums (O(d²) memory), and predicts within the ran
 log times it has seen: an input larger than any seen is expected to cost as much as the
 largest, never an extrapolated multiple of it. Learning a call costs the calling thread a list
 append: the features are transformed and the equations solved in batches, every ``REFRESH``
-calls or an eighth of all calls so far when that is more (a solve takes about 60 µs, and a
-candidate call of refining mode on a small input about 5 µs, so solving every 32 calls had
-made each candidate call 2 µs slower for ever; a line fitted to hundreds of calls moves
-little with an eighth more).
+calls or an eighth of all calls so far when that is more, at most ``MAX_PENDING`` (a solve
+takes about 60 µs, and a candidate call of refining mode on a small input about 5 µs, so
+solving every 32 calls had made each candidate call 2 µs slower for ever; a line fitted to
+hundreds of calls moves little with an eighth more).
 """
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ from typing import Sequence
 import numpy as np
 
 REFRESH = 32         # observations between two solves of the normal equations (and at 4, 8, 16) ...
-GROWTH = 8           # ... or an eighth of all observations, once that is more
+GROWTH = 8           # ... or an eighth of all observations, once that is more ...
+MAX_PENDING = 1024   # ... but at most this many (the batch waits in memory, ~150 bytes a call)
 LAMBDAS = 10.0 ** np.arange(-6.0, 3.0)   # ridge penalties tried, relative to the features' mean variance
 
 
@@ -69,7 +70,7 @@ class CallCost:
             self.low = y
         if y > self.high:
             self.high = y
-        if len(self._pending) >= max(REFRESH, self.n // GROWTH) or self.n in (4, 8, 16):
+        if len(self._pending) >= min(max(REFRESH, self.n // GROWTH), MAX_PENDING) or self.n in (4, 8, 16):
             self._solve()
 
     def _solve(self) -> None:

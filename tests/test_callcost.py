@@ -69,3 +69,20 @@ def test_a_size_in_millions_is_learnt_in_its_unit():
     assert errors[1] < 0.2 and errors[0] > 1.0     # a factor 1.2 against more than 2.7
     with pytest.raises(ValueError, match="2 units for 1 features"):
         CallCost(1, units=[1.0, 1.0])
+
+
+def test_a_long_stream_learns_in_bounded_batches_and_keeps_learning():
+    """Calls are learnt in batches (a list append on the calling thread): at most
+    ``MAX_PENDING`` wait however long the stream, and the later batches still count."""
+    from nitro.callcost import MAX_PENDING
+    rng = np.random.default_rng(1)
+    cost = CallCost(1)
+    for _ in range(30000):
+        n = float(np.exp(rng.uniform(np.log(10), np.log(1e5))))
+        cost.add([n], 1e-8 * n * rng.uniform(0.9, 1.1))
+        assert len(cost._pending) < MAX_PENDING
+    assert abs(math.log(cost.predict([1e3]) / 1e-5)) < 0.1
+    for _ in range(30000):                                   # the machine became 4 times slower
+        n = float(np.exp(rng.uniform(np.log(10), np.log(1e5))))
+        cost.add([n], 4e-8 * n)
+    assert 1.5e-5 < cost.predict([1e3]) < 4e-5               # between: the running sums keep the past
