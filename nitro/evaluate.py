@@ -36,10 +36,10 @@ from .transfer.baselines import full_set_svm_choices
 from .transfer.confidence import FEW_SHOT_SHARE, estimate_quality
 from .transfer.cvdfs import MIN_SOURCES, cv_dfs, family_groups
 from .transfer.coverage import untimed_variants
-from .transfer.data import TransferData, concatenate
+from .transfer.data import TransferData
 from .transfer.fewshot import pick_inputs
-from .transfer.fewshot_trees import ADVISED_INPUTS, cross_validated_quality, fit_few_shot_trees
-from .transfer.fit import transfer_scores
+from .transfer.fewshot_model import TREES_FROM, cross_validated_quality, fit_few_shot
+from .transfer.fit import export_model, transfer_scores
 from .transfer.prepare import COMMON_SHARE, Prepared
 
 METHODS = ["random", "majority", "full_set_svm", "full_set", "cvdfs_frequency", "cvdfs", "few_shot",
@@ -114,14 +114,15 @@ def _enough_sources(idx: list[int], group: dict[int, str], holdout_by: str, name
 def _few_shot_budget_note(n_train: int) -> list[str]:
     """A note where few-shot budgets time the same number of inputs (few training inputs), so
     that rows labelled with different shares are read as the same experiment, or fewer than
-    :data:`ADVISED_INPUTS` (where the trees can trail the zero-shot ensemble)."""
+    :data:`TREES_FROM` (where the few-shot model is the zero-shot ensemble corrected, not trees)."""
     counts = {b: max(1, round(b * n_train)) for b in FEW_SHOT_BUDGETS}
-    few = min(counts.values()) < ADVISED_INPUTS
+    few = min(counts.values()) < TREES_FROM
     if len(set(counts.values())) == len(counts) and not few:
         return []
     shares = ", ".join(f"{100 * b:g}%: {n}" for b, n in counts.items())
     return [f"few-shot budgets in inputs timed on the target, of {n_train} training inputs: {shares}"
-            + (f" (below {ADVISED_INPUTS} the few-shot model can trail the zero-shot one)" if few else "")]
+            + (f" (below {TREES_FROM} the few-shot model is the zero-shot one corrected by them, not trees)"
+               if few else "")]
 
 
 def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, seed: int = 0):
@@ -194,9 +195,10 @@ def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, 
     return data, idx, others, np.sort(perm[n_test:]), np.sort(perm[:n_test]), notes
 
 
-def _few_shot_choices(data, sources, train, t, picks, feats, Xte) -> np.ndarray:
-    """Choices on ``Xte`` of the few-shot trees given the target's times at ``picks``."""
-    return fit_few_shot_trees(data, sources, train, t, data.X[picks], data.times[t, picks], feats).predict(Xte)
+def _few_shot_choices(zero_shot, data, sources, train, t, picks, feats, test) -> np.ndarray:
+    """Choices on the ``test`` inputs of the few-shot model given the target's times at ``picks``."""
+    model = fit_few_shot(zero_shot, data, sources, train, t, data.X[picks], data.times[t, picks], feats)
+    return model.predict_index(data.X[test])
 
 
 def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.5, seed: int = 0,
@@ -266,12 +268,17 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
             scores, _, _ = transfer_scores(prep, t, [prep.features], inputs=test_t)
             if "full_set" in methods:
                 pick["full_set"] = scores.argmax(axis=1)
+            zero_shot = None            # the CV-DFS ensemble as a model: few-shot corrects it
             for name, selection in (("cvdfs", "ensemble"), ("cvdfs_frequency", "frequency")):
-                if name in methods:
+                if name in methods or (name == "cvdfs" and "few_shot" in methods):
                     r = cv_dfs(prep, max_size=max_size, k=k, selection=selection, n_jobs=n_jobs, progress=progress,
                                groups=inner)
                     cols = [[data.device_features.index(f) for f in s] for s in r.subsets]
-                    scores, _, _ = transfer_scores(prep, t, cols, inputs=test_t)
+                    scores, beta, mu = transfer_scores(prep, t, cols, inputs=test_t)
+                    if name == "cvdfs":
+                        zero_shot = export_model(prep, beta, mu, list(data.input_features), {})
+                    if name not in methods:
+                        continue
                     pick[name] = scores.argmax(axis=1)
                     info[name] = {"features": r.features, "n_subsets": len(r.subsets), "seconds": r.seconds,
                                   "validated_without_family": inner is not None,
@@ -279,17 +286,16 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
                                   "confidence": estimate_quality(scores, r.held_out, prep.D[:, prep.features],
                                                                  sources, t, data.devices,
                                                                  new_family=inner is not None)}
-            if "few_shot" in methods:   # boosted trees on the sources' rows and a few of the target's
+            if "few_shot" in methods:   # a few of the target's inputs: the ensemble corrected, or trees
                 feats = prep.features
-                Xte = concatenate(data.X[test_t], data.D[t, feats])
-
                 pool = train[np.isfinite(data.times[t, train]).all(axis=1)]    # what the target can be asked
                 picks = {b: pool[pick_inputs(prep.X[pool], max(1, round(b * len(pool))))] for b in FEW_SHOT_BUDGETS}
                 est = picks[FEW_SHOT_ESTIMATED]
                 *fits, cv = Parallel(n_jobs=n_jobs or -1)(
-                    [delayed(_few_shot_choices)(data, sources, prep.train, t, p, feats, Xte) for p in picks.values()]
-                    + [delayed(cross_validated_quality)(data, sources, prep.train, t, data.X[est], data.times[t, est],
-                                                        feats)])
+                    [delayed(_few_shot_choices)(zero_shot, data, sources, prep.train, t, p, feats, test_t)
+                     for p in picks.values()]
+                    + [delayed(cross_validated_quality)(zero_shot, data, sources, prep.train, t, data.X[est],
+                                                        data.times[t, est], feats)])
                 pick.update({f"few_shot_{_pct(b)}pct": c for b, c in zip(picks, fits)})
                 info[f"few_shot_{_pct(FEW_SHOT_ESTIMATED)}pct"] = {"cross_validated": cv}
         for name, choice in pick.items():

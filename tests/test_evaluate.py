@@ -148,12 +148,13 @@ def test_devices_without_numeric_features_or_alike_in_all_of_them_are_said_so(fa
 
 def test_few_shot_budgets_that_time_the_same_inputs_are_said_so():
     from nitro.evaluate import _few_shot_budget_note
-    assert _few_shot_budget_note(1069) == []
-    below = " (below 5 the few-shot model can trail the zero-shot one)"
+    assert _few_shot_budget_note(1200) == []
+    below = " (below 6 the few-shot model is the zero-shot one corrected by them, not trees)"
     assert _few_shot_budget_note(30) == ["few-shot budgets in inputs timed on the target, of 30 training inputs: "
                                          "0.5%: 1, 1%: 1, 2%: 1, 5%: 2, 10%: 3" + below]
     assert _few_shot_budget_note(600) == ["few-shot budgets in inputs timed on the target, of 600 training inputs: "
                                           "0.5%: 3, 1%: 6, 2%: 12, 5%: 30, 10%: 60" + below]
+    assert _few_shot_budget_note(1069)[0].endswith("0.5%: 5, 1%: 11, 2%: 21, 5%: 53, 10%: 107" + below)
 
 
 def test_holdout_by_an_unknown_column_names_the_known_ones(family_measurements):

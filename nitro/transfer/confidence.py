@@ -39,7 +39,7 @@ import numpy as np
 from scipy import stats
 
 from ..learn.kron import source_distances, standardised_devices
-from .fewshot_trees import ADVISED_INPUTS
+from .fewshot_model import TREES_FROM
 
 LOW = 0.90       # below this predicted fraction, the estimate says "low" and advises measuring
 FEW_SHOT_SHARE = 0.02   # of the training inputs, the few-shot budget advised (SpMV: 97.1% leaving one GPU out)
@@ -110,12 +110,12 @@ def estimate_quality(scores: np.ndarray, held_out: dict[str, dict], D: np.ndarra
 
 def advice(n_train: float) -> str:
     """What to do where the estimate is low: time a few inputs on the target, 2% of the ``n_train``
-    training inputs and at least :data:`ADVISED_INPUTS` (with fewer the few-shot model can trail
-    the zero-shot one), or refine in production."""
-    k = max(ADVISED_INPUTS, int(round(FEW_SHOT_SHARE * n_train)))
+    training inputs and at least :data:`TREES_FROM` (with fewer the few-shot model only corrects
+    the zero-shot one near the inputs timed), or refine in production."""
+    k = max(TREES_FROM, int(round(FEW_SHOT_SHARE * n_train)))
     share = f"{100 * FEW_SHOT_SHARE:g}% of the {n_train:.0f} training inputs, " if n_train else ""
     return (f"zero-shot is uncertain here: time {k} inputs on the target (few-shot: "
-            f"tuner.tune_from_source([cv], target_budget={k}) in Python: {share}at least {ADVISED_INPUTS}) "
+            f"tuner.tune_from_source([cv], target_budget={k}) in Python: {share}at least {TREES_FROM}) "
             "or run the code variant in refining mode (cv.refine()); where the target lies outside the "
             "sources, few-shot first: refining learns only from the calls it explores")
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..learn.regression import RegressionSelector
-from ..metrics import speedup_vs_best
 from ..model import SelectorModel
 from .data import TransferData, concatenate, stack_times
 
@@ -68,39 +67,6 @@ def fit_few_shot_trees(data: TransferData, sources: list[int], train: np.ndarray
     est = RegressionSelector(per_variant=True, max_iter=max_iter or MAX_ITER,
                              learning_rate=learning_rate or LEARNING_RATE, random_state=random_state)
     return est.fit(np.vstack([X, Xt]), np.vstack([times, target_times[ok]]), sample_weight=w)
-
-
-FOLDS = 5   # folds of the few-shot model's cross-validation on the target's timed inputs
-# Fewer timed target inputs than this and the trees can be worse than the zero-shot ensemble they
-# replace (400-matrix copies of the SpMV data: 1-3 inputs trailed it by up to 2.2 points, 7-14 led
-# it by 0.5-3.4); tune_from_source warns below it.
-ADVISED_INPUTS = 5
-
-
-def cross_validated_quality(data: TransferData, sources: list[int], train: np.ndarray, target: int,
-                            X_target: np.ndarray, target_times: np.ndarray, features: list[int],
-                            folds: int = FOLDS, random_state: int = 0) -> dict | None:
-    """How good the few-shot model of :func:`fit_few_shot_trees` is on the target, measured
-    there: each timed input is chosen for by trees fitted without its fold (``folds``-fold
-    cross-validation over the target rows; leave-one-out with fewer rows) and scored by its
-    fraction of the optimum. Returns the mean (``quality``), its standard error over the inputs
-    (``stderr``), ``inputs`` and ``folds``; ``None`` below 3 timed inputs (a fold would leave
-    too few rows to fit). The picks are few, so the estimate is rough: ``stderr`` says how rough."""
-    from sklearn.model_selection import KFold
-    T = np.asarray(target_times, dtype=np.float64)
-    ok = np.flatnonzero(np.isfinite(T).any(axis=1))
-    if len(ok) < 3:
-        return None
-    X = np.asarray(X_target, dtype=np.float64)
-    k = min(folds, len(ok))
-    choice = np.zeros(len(ok), dtype=np.int64)
-    for fit_rows, held in KFold(k, shuffle=True, random_state=random_state).split(ok):
-        est = fit_few_shot_trees(data, sources, train, target, X[ok[fit_rows]], T[ok[fit_rows]], features,
-                                 random_state=random_state)
-        choice[held] = est.predict(concatenate(X[ok[held]], data.D[target, features]))
-    fraction = speedup_vs_best(T[ok])[np.arange(len(ok)), choice]
-    return {"quality": float(fraction.mean()), "stderr": float(fraction.std(ddof=1) / np.sqrt(len(ok))),
-            "inputs": int(len(ok)), "folds": int(k)}
 
 
 class TreesRefit:

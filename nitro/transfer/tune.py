@@ -25,7 +25,8 @@ from .confidence import estimate_quality, nearest_distances
 from .cvdfs import cv_dfs, family_groups, held_out_results
 from .data import TransferData, concatenate, stack_times
 from .fewshot import pick_inputs
-from .fewshot_trees import ADVISED_INPUTS, TreesRefit, cross_validated_quality, fit_few_shot_trees
+from .fewshot_model import cross_validated_quality, fit_few_shot
+from .fewshot_trees import TreesRefit
 from .fit import export_model, transfer_scores
 from .pdfs import profile_dfs
 from .prepare import Prepared, shared_rows
@@ -356,7 +357,8 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
                       target_features={f: float(data.D[t, data.device_features.index(f)]) for f in used})
     if target_budget is not None:    # the estimate is of the zero-shot model the few-shot one replaces
         provenance["zero_shot_confidence"] = provenance.pop("confidence")
-        model = _few_shot(store, name, prep, t, target_budget, measure_target, list(features), provenance, scores)
+        zero_shot = export_model(prep, beta, mu, list(features), {})
+        model = _few_shot(store, name, prep, t, target_budget, measure_target, zero_shot, provenance, scores)
     else:
         model = export_model(prep, beta, mu, list(features), provenance)
     if save:
@@ -395,11 +397,13 @@ def _new_family_groups(store: Store, sources: list[str], target_arch: str | None
     return family_groups({**family, len(sources): target_arch}, list(range(len(sources))), len(sources))
 
 
-def _few_shot(store, name, prep, t, budget, measure_target, features, provenance, zero_shot_scores) -> SelectorModel:
+def _few_shot(store, name, prep, t, budget, measure_target, zero_shot, provenance, zero_shot_scores) -> SelectorModel:
     """Time ``budget`` representative training inputs on the target (reusing recorded rows)
-    and fit boosted trees on them with the sources' rows (:mod:`nitro.transfer.fewshot_trees`).
-    The timed inputs also measure both models there: the zero-shot model's choices (from
-    ``zero_shot_scores`` on the training inputs) and the trees' by cross-validation."""
+    and learn from them the few-shot model (:mod:`nitro.transfer.fewshot_model`: the
+    ``zero_shot`` kernel model corrected, or boosted trees with the sources' rows from
+    ``TREES_FROM`` inputs). The timed inputs also measure both models there: the zero-shot
+    model's choices (from ``zero_shot_scores`` on the training inputs) and the few-shot model's
+    by cross-validation."""
     data = prep.data
     target = data.devices[t]
     recorded = {r.input_id: r for r in store.rows(name, target)}
@@ -420,21 +424,19 @@ def _few_shot(store, name, prep, t, budget, measure_target, features, provenance
     ok = np.isfinite(times).any(axis=1)
     if not ok.any():
         raise ValueError(f"{name}: no variant ran on the target for the {len(ids)} chosen inputs")
-    if ok.sum() < ADVISED_INPUTS:
-        warnings.warn(f"{name}: few-shot from {int(ok.sum())} input(s) timed on {target}: with fewer than "
-                      f"{ADVISED_INPUTS} the few-shot model can be worse than the zero-shot one it replaces; "
-                      f"give target_budget a count of {ADVISED_INPUTS} or more", stacklevel=3)
     cols = prep.features
-    est = fit_few_shot_trees(data, prep.sources, prep.train, t, data.X[picks], times, cols)
-    values = {data.device_features[c]: float(data.D[t, c]) for c in cols}
-    estimate = cross_validated_quality(data, prep.sources, prep.train, t, data.X[picks], times, cols)
+    model = fit_few_shot(zero_shot, data, prep.sources, prep.train, t, data.X[picks], times, cols)
+    estimate = cross_validated_quality(zero_shot, data, prep.sources, prep.train, t, data.X[picks], times, cols)
     if estimate is not None:
         estimate["zero_shot_on_timed"] = fraction_of_optimum(times[ok], zero_shot_scores[rows][ok].argmax(axis=1))
+    values = {data.device_features[c]: float(data.D[t, c]) for c in cols}
+    learner = "kernel correction" if model.kind == "kernel" else "RegressionSelector"
     provenance = {**provenance, "few_shot": {"inputs": [i for i, good in zip(ids, ok) if good],
-                                             "learner": "RegressionSelector", "estimate": estimate},
-                  "device_features": list(values), "target_features": values}
-    return SelectorModel.from_estimator(est, features, device_features=values, variants=list(data.variants),
-                                        provenance=provenance)
+                                             "learner": learner, "estimate": estimate}}
+    if model.kind != "kernel":           # the trees hold the target's device features as constants
+        provenance.update(device_features=list(values), target_features=values)
+    model.provenance = {**model.provenance, **provenance}   # the correction's own: "refined"
+    return model
 
 
 def _fit_learner(store, name, learner, data, prep, t, used, features, provenance) -> SelectorModel:

@@ -188,9 +188,9 @@ def test_a_new_family_is_low_where_a_source_held_out_with_its_family_fell_below_
 
 def test_the_advice_times_two_percent_of_the_training_inputs_and_never_fewer_than_five():
     from nitro.transfer.confidence import advice
-    assert "target_budget=21)" in advice(1069) and "target_budget=5)" in advice(48)
+    assert "target_budget=21)" in advice(1069) and "target_budget=6)" in advice(48)
     assert "refining" in advice(48) and "outside the sources, few-shot first" in advice(48)
-    assert "target_budget=5)" in advice(0) and "training inputs" not in advice(0)   # one source: none held out
+    assert "target_budget=6)" in advice(0) and "training inputs" not in advice(0)   # one source: none held out
 
 
 INTEL = "cpu_intel_r_xeon_r_processor_family6_model207_16t"
@@ -204,5 +204,5 @@ def test_a_cpu_lineage_no_source_shares_is_flagged_low_on_nitros_own_recordings(
     r = evaluate(own_cpu_recordings("histogram"), methods=["cvdfs"])
     c = r["details"][INTEL]["cvdfs"]["confidence"]
     assert c["level"] == "low" and c["outside_sources"] and c["distance"] > 3 * c["sources_spread"]
-    assert c["low_because"][0].startswith("outside the sources' device features") and "target_budget=5)" in c["advice"]
+    assert c["low_because"][0].startswith("outside the sources' device features") and "target_budget=6)" in c["advice"]
     assert not any(v["cvdfs"]["confidence"]["outside_sources"] for d, v in r["details"].items() if d != INTEL)

@@ -27,26 +27,3 @@ def test_trees_refit_learns_the_target_from_rows_that_timed_two_variants_each(od
     refined = fraction_of_optimum(data.times[t, test], model.predict_index(data.X[test]))
     assert zero < 0.8 and refined > zero + 0.1
     assert model.provenance["target_rows"] == 40 and model.provenance["base"] == base.provenance
-
-
-def test_cross_validated_quality_measures_the_few_shot_model_on_the_targets_timed_inputs(odd_target):
-    """Each timed input is chosen for by trees fitted without it: on a target no source is like,
-    20 timed inputs measure the few-shot model near its quality on the other inputs, and the
-    standard error says how near; too few inputs give no estimate."""
-    from nitro.transfer.fewshot_trees import cross_validated_quality, fit_few_shot_trees
-    from nitro.transfer.data import concatenate
-    data = TransferData.from_measurements(odd_target(n_inputs=200))
-    t, sources = data.device_index("odd"), [data.device_index(d) for d in ("dev0", "dev1", "dev2", "dev3")]
-    train, test = np.arange(0, 200, 2), np.arange(1, 200, 2)
-    prep = Prepared.build(data, sources, train, extra_devices=[t])
-    picks = train[::5]
-    est = cross_validated_quality(data, sources, prep.train, t, data.X[picks], data.times[t, picks], prep.features)
-    assert est["inputs"] == 20 and est["folds"] == 5 and 0.0 <= est["stderr"] < 0.1
-    trees = fit_few_shot_trees(data, sources, prep.train, t, data.X[picks], data.times[t, picks], prep.features)
-    measured = fraction_of_optimum(data.times[t, test], trees.predict(concatenate(data.X[test], data.D[t, prep.features])))
-    assert abs(est["quality"] - measured) < max(0.05, 3 * est["stderr"])
-    times = data.times[t, picks[:3]].copy()
-    times[0] = np.nan                                      # an input where nothing ran does not count
-    assert cross_validated_quality(data, sources, prep.train, t, data.X[picks[:3]], times, prep.features) is None
-    assert cross_validated_quality(data, sources, prep.train, t, data.X[picks[:3]], data.times[t, picks[:3]],
-                                   prep.features)["folds"] == 3      # leave-one-out below 5 inputs

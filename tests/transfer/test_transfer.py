@@ -429,10 +429,12 @@ def test_a_target_budget_without_a_way_to_measure_picks_among_the_targets_record
                              target_budget=8, save=False, progress=False)
     picked = model.provenance["few_shot"]["inputs"]
     assert len(picked) == 8 and set(picked) <= set(kept)
-    with pytest.warns(UserWarning, match="few-shot from 3 input.s. timed on devP: with fewer than 5"):
-        few = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=sources, target="devP",
-                               target_budget=3, save=False, progress=False)
-    assert len(few.provenance["few_shot"]["inputs"]) == 3
+    assert model.kind == "gbt" and model.provenance["few_shot"]["learner"] == "RegressionSelector"
+    few = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=sources, target="devP",
+                           target_budget=3, save=False, progress=False)
+    assert len(few.provenance["few_shot"]["inputs"]) == 3        # too few for trees: the correction
+    assert few.kind == "kernel" and few.provenance["few_shot"]["learner"] == "kernel correction"
+    assert few.provenance["refined"]["target_rows"] == 3 and few.provenance["few_shot"]["estimate"]["folds"] == 3
     with pytest.raises(ValueError, match="devX has none of the 160 training inputs recorded.*Autotuner.tune_from_source"):
         tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=sources, target="devX", target_budget=8,
                          target_features=features, save=False, progress=False)
