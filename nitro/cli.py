@@ -302,7 +302,8 @@ def cmd_tune_from_source(args):
         if e:
             lines.append(f"measured on those inputs: the zero-shot model {100 * e['zero_shot_on_timed']:.1f}% of the "
                          f"optimum, the few-shot model {100 * e['quality']:.1f} ± {100 * e['stderr']:.1f} "
-                         f"({e['folds']}-fold cross-validation: each input chosen by trees fitted without it)"
+                         f"({e['folds']}-fold cross-validation: each input chosen by "
+                         f"{'trees' if e.get('learner', 'trees') == 'trees' else 'the correction'} fitted without it)"
                          + (f"; the zero-shot estimate was {100 * (z['predicted_quality'] - e['zero_shot_on_timed']):.1f} "
                             "points too high here" if z["predicted_quality"] - e["zero_shot_on_timed"] > 0.03 else ""))
     if c:
@@ -551,8 +552,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--k", type=int, default=1)
     p.add_argument("--max-subset-size", type=int, default=3)
     p.add_argument("--n-jobs", type=int, default=None)
-    p.add_argument("--target-budget", type=_target_budget, metavar="N", help="few-shot: boosted trees also learn "
-                   "from N of the target's training inputs (a count, or a fraction such as 0.02), chosen by k-means "
+    p.add_argument("--target-budget", type=_target_budget, metavar="N", help="few-shot: the model also learns "
+                   "from N of the target's training inputs (boosted trees from 6 of them, below that a correction of "
+                   "the zero-shot model; a count, or a fraction such as 0.02), chosen by k-means "
                    "among the inputs the target already has recorded in the store (measuring new ones runs the "
                    "variants: Autotuner.tune_from_source in Python)")
     p.add_argument("--time-weight", type=float, default=0.0, metavar="POWER", help=TIME_WEIGHT_HELP)

@@ -293,9 +293,10 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
     Few-shot: with ``target_budget`` (a count, or a fraction of the training inputs), that
     many representative training inputs are timed on the target (rows already recorded for it
     are reused; ``measure_target(input_ids)`` measures the rest, and without it they are chosen
-    among the inputs the target has recorded), and boosted trees learn from
-    them and the sources' rows together (:mod:`nitro.transfer.fewshot_trees`, model kind
-    ``gbt``)."""
+    among the inputs the target has recorded), and the few-shot model learns from them
+    (:mod:`nitro.transfer.fewshot_model`): from ``TREES_FROM`` (6) inputs boosted trees on them
+    and the sources' rows together (model kind ``gbt``), below that the zero-shot model
+    corrected by them (kind ``kernel``)."""
     time_weight = check_time_weight(time_weight)
     data, t, provenance = _load(store, name, variants, features, sources, target, target_features,
                                 keep_variants, progress, keep_target=save)
