@@ -488,7 +488,7 @@ def format_evaluation(r: dict) -> str:
         lines.append(f"\n{'predicted (few-shot ' + format(100 * few['budget'], 'g') + '%, CV)':<{width}}"
                      + "".join(f"{v:>{col}.1f}" for v in pred))
         lines.append(f"few-shot at {100 * few['budget']:g}%, cross-validated on its timed inputs (each chosen for by "
-                     f"trees fitted without it): within 3 points of measured on {few['within_3_points']} of "
+                     f"the same learner fitted without it): within 3 points of measured on {few['within_3_points']} of "
                      f"{few['targets']} targets")
     secs = [v["cvdfs"]["seconds"] for v in r["details"].values() if "cvdfs" in v]
     if secs:
