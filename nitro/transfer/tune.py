@@ -25,7 +25,7 @@ from .confidence import estimate_quality, nearest_distances
 from .cvdfs import cv_dfs, family_groups, held_out_results
 from .data import TransferData, concatenate, stack_times
 from .fewshot import pick_inputs
-from .fewshot_model import cross_validated_quality, fit_few_shot
+from .fewshot_model import TREES_FROM, cross_validated_quality, fit_few_shot
 from .fewshot_trees import TreesRefit
 from .fit import export_model, transfer_scores
 from .pdfs import profile_dfs
@@ -425,6 +425,11 @@ def _few_shot(store, name, prep, t, budget, measure_target, zero_shot, provenanc
     ok = np.isfinite(times).any(axis=1)
     if not ok.any():
         raise ValueError(f"{name}: no variant ran on the target for the {len(ids)} chosen inputs")
+    zero = provenance["zero_shot_confidence"]
+    if ok.sum() < TREES_FROM and zero["level"] == "low":
+        warnings.warn(f"{name}: {int(ok.sum())} input(s) timed on {target} only correct the zero-shot model near "
+                      f"them, and its estimate is low ({'; '.join(zero['low_because'])}): time {TREES_FROM} or more "
+                      "so that the few-shot model can learn what no source shows", stacklevel=3)
     cols = prep.features
     model = fit_few_shot(zero_shot, data, prep.sources, prep.train, t, data.X[picks], times, cols)
     estimate = cross_validated_quality(zero_shot, data, prep.sources, prep.train, t, data.X[picks], times, cols)

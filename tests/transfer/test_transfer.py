@@ -440,6 +440,27 @@ def test_a_target_budget_without_a_way_to_measure_picks_among_the_targets_record
                          target_features=features, save=False, progress=False)
 
 
+def test_too_few_timed_inputs_for_a_target_the_estimate_calls_low_are_said_so(store):
+    """Below 6 timed inputs the few-shot model only corrects the zero-shot one near them; where
+    the zero-shot estimate is low (here: a target far outside the sources), that is too little,
+    and tune_from_source says so and how many to time. Six or more fit trees: no warning."""
+    import warnings
+    record_planted(store)
+    rec = store.device("dev0")
+    rec["cache_kb"]["value"] *= 1000.0
+    store.put_device("dev0", rec)
+    kw = dict(sources=[f"dev{i}" for i in range(1, 7)], target="dev0", max_subset_size=1, save=False,
+              progress=False)
+    with pytest.warns(UserWarning, match=r"3 input\(s\) timed on dev0 only correct the zero-shot model near them, "
+                                         r"and its estimate is low \(outside the sources.*time 6 or more"):
+        few = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], target_budget=3, **kw)
+    assert few.kind == "kernel" and few.provenance["zero_shot_confidence"]["level"] == "low"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert tune_from_source(store, "toy", VARIANTS, ["size", "skew"], target_budget=6, **kw).kind == "gbt"
+    assert not [w for w in caught if "only correct the zero-shot model" in str(w.message)]
+
+
 def test_sources_that_timed_different_inputs_have_their_rows_filled_in_and_say_so(store):
     """Where the inputs every source timed are few, the kernel model learns from every input some
     source timed, each source's missing rows filled in from its nearest timed inputs; the
