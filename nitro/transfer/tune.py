@@ -435,12 +435,11 @@ def _few_shot(store, name, prep, t, budget, measure_target, zero_shot, provenanc
     estimate = cross_validated_quality(zero_shot, data, prep.sources, prep.train, t, data.X[picks], times, cols)
     if estimate is not None:
         estimate["zero_shot_on_timed"] = fraction_of_optimum(times[ok], zero_shot_scores[rows][ok].argmax(axis=1))
-    values = {data.device_features[c]: float(data.D[t, c]) for c in cols}
     learner = "kernel correction" if model.kind == "kernel" else "RegressionSelector"
     provenance = {**provenance, "few_shot": {"inputs": [i for i, good in zip(ids, ok) if good],
                                              "learner": learner, "estimate": estimate}}
     if model.kind != "kernel":           # the trees hold the target's device features as constants
-        provenance.update(device_features=list(values), target_features=values)
+        provenance.update(device_features=list(model.device_features), target_features=dict(model.device_features))
     model.provenance = {**model.provenance, **provenance}   # the correction's own: "refined"
     return model
 
