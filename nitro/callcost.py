@@ -78,7 +78,8 @@ class CallCost:
         generalised cross-validation (no constant: few calls and many features need a strong
         one, many calls almost none)."""
         X = np.array([v for v, _ in self._pending], dtype=float).reshape(-1, self.d) * self._inv_unit
-        Z = np.where(np.isfinite(X), np.sign(X) * np.log1p(np.abs(np.where(np.isfinite(X), X, 0.0))), 0.0)
+        Z = np.sign(X) * np.log1p(np.abs(X))
+        Z[~np.isfinite(Z)] = 0.0                # non-finite features as 0, as _z takes them
         y = np.array([y for _, y in self._pending])
         self._pending.clear()
         self._sz += Z.sum(axis=0)

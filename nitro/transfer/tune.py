@@ -358,10 +358,9 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
                       target_features={f: float(data.D[t, data.device_features.index(f)]) for f in used})
     if target_budget is not None:    # the estimate is of the zero-shot model the few-shot one replaces
         provenance["zero_shot_confidence"] = provenance.pop("confidence")
-        zero_shot = export_model(prep, beta, mu, list(features), {})
-        model = _few_shot(store, name, prep, t, target_budget, measure_target, zero_shot, provenance, scores)
-    else:
-        model = export_model(prep, beta, mu, list(features), provenance)
+    model = export_model(prep, beta, mu, list(features), provenance)
+    if target_budget is not None:
+        model = _few_shot(store, name, prep, t, target_budget, measure_target, model, scores)
     if save:
         store.put_model(name, target, model.to_dict())
     return model
@@ -398,14 +397,15 @@ def _new_family_groups(store: Store, sources: list[str], target_arch: str | None
     return family_groups({**family, len(sources): target_arch}, list(range(len(sources))), len(sources))
 
 
-def _few_shot(store, name, prep, t, budget, measure_target, zero_shot, provenance, zero_shot_scores) -> SelectorModel:
+def _few_shot(store, name, prep, t, budget, measure_target, zero_shot, zero_shot_scores) -> SelectorModel:
     """Time ``budget`` representative training inputs on the target (reusing recorded rows)
     and learn from them the few-shot model (:mod:`nitro.transfer.fewshot_model`: the
     ``zero_shot`` kernel model corrected, or boosted trees with the sources' rows from
     ``TREES_FROM`` inputs). The timed inputs also measure both models there: the zero-shot
     model's choices (from ``zero_shot_scores`` on the training inputs) and the few-shot model's
-    by cross-validation."""
+    by cross-validation. The few-shot model's provenance is the zero-shot model's, with ``few_shot``."""
     data = prep.data
+    provenance = zero_shot.provenance
     target = data.devices[t]
     recorded = {r.input_id: r for r in store.rows(name, target)}
     pool = np.arange(len(prep.train))
