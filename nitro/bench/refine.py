@@ -316,7 +316,7 @@ def _run(store, here, stream, seed, budget, time_budget, candidates, quantile, r
                                         "refit_errors", "rows_recorded", "rows_written",
                                         "rows_dropped", "store_errors", "last_store_error", "last_refit_error",
                                         "refit", "refit_fallback", "refit_in", "measured_loss", "allowed_share",
-                                        "duels_during_refits", "disputed")},
+                                        "duels_during_refits", "disputed", "audits")},
         "refined_model_rows": hist.model.provenance.get("refined", {}).get(
             "target_rows", hist.model.provenance.get("target_rows", 0)),
         "stream_seconds": stream_seconds, "explore_extra_seconds": stats["extra_seconds"],
@@ -341,7 +341,8 @@ def format_refine(r: dict) -> str:
     lines += [f"  {name:<42}{pct:>6.1f}" for name, pct in r["percent_of_optimum"].items()]
     lines += ["",
               f"explored {s['explored']} of {s['calls']} calls ({100 * r['explored_fraction']:.2f}%), "
-              f"{s['target_inputs']} target inputs, {s.get('time_skips', 0)} kept back by the time budget, "
+              f"{s['target_inputs']} target inputs ({s.get('audits', 0)} explored calls were audits of sure ones), "
+              f"{s.get('time_skips', 0)} kept back by the time budget, "
               f"{s['refits']} refits by {s.get('refit')} "
               f"({s['refit_errors']} failed{', fell back: ' + s['refit_fallback'] if s.get('refit_fallback') else ''}), "
               f"start model held {s.get('base_held', 0)} times, refits lost to it {s.get('refits_lost', 0)} times "
