@@ -435,7 +435,7 @@ def _few_shot(store, name, prep, t, budget, measure_target, zero_shot, zero_shot
     estimate = cross_validated_quality(zero_shot, data, prep.sources, prep.train, t, data.X[picks], times, cols)
     if estimate is not None:
         estimate["zero_shot_on_timed"] = fraction_of_optimum(times[ok], zero_shot_scores[rows][ok].argmax(axis=1))
-    learner = "kernel correction" if model.kind == "kernel" else "RegressionSelector"
+    learner = "correction" if model.kind == "kernel" else "trees"     # the estimate's names (learner_for)
     provenance = {**provenance, "few_shot": {"inputs": [i for i, good in zip(ids, ok) if good],
                                              "learner": learner, "estimate": estimate}}
     if model.kind != "kernel":           # the trees hold the target's device features as constants

@@ -429,11 +429,11 @@ def test_a_target_budget_without_a_way_to_measure_picks_among_the_targets_record
                              target_budget=8, save=False, progress=False)
     picked = model.provenance["few_shot"]["inputs"]
     assert len(picked) == 8 and set(picked) <= set(kept)
-    assert model.kind == "gbt" and model.provenance["few_shot"]["learner"] == "RegressionSelector"
+    assert model.kind == "gbt" and model.provenance["few_shot"]["learner"] == "trees"
     few = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=sources, target="devP",
                            target_budget=3, save=False, progress=False)
     assert len(few.provenance["few_shot"]["inputs"]) == 3        # too few for trees: the correction
-    assert few.kind == "kernel" and few.provenance["few_shot"]["learner"] == "kernel correction"
+    assert few.kind == "kernel" and few.provenance["few_shot"]["learner"] == "correction"
     assert few.provenance["refined"]["target_rows"] == 3 and few.provenance["few_shot"]["estimate"]["folds"] == 3
     with pytest.raises(ValueError, match="devX has none of the 160 training inputs recorded.*Autotuner.tune_from_source"):
         tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=sources, target="devX", target_budget=8,
