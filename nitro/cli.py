@@ -183,7 +183,7 @@ def cmd_bench_refine(args):
                           quantile=args.quantile, refit_every=args.refit_every, oracle_every=args.oracle_every,
                           overhead_calls=args.overhead_calls, datasets=args.datasets, n_train=args.train,
                           n_test=args.test, repeats=args.repeats, pause_seconds=args.pause_seconds,
-                          fresh_stream=args.fresh_stream)
+                          fresh_stream=args.fresh_stream, audit=args.audit)
     _emit(args, result, format_refine(result))
 
 
@@ -204,8 +204,10 @@ TIME_WEIGHT_HELP = ("weight each training input of the kernel models by its typi
                     "(0, the default: every input alike; 0.5 favours the inputs that take the most time, for the "
                     "total time of many calls over the mean %% of the optimum per input)")
 
+AUDIT_HELP = "share of the other candidate calls, sure by their margin, explored all the same (0: none; default 0.1)"
+
 ONLINE_DEFAULTS = {"passes": 10, "stream": None, "budget": 0.02, "time_budget": 0.01, "candidates": 2,
-                   "quantile": 0.25, "refit_every": 4, "refit": "trees", "zero_shot": "full"}
+                   "quantile": 0.25, "audit": 0.1, "refit_every": 4, "refit": "trees", "zero_shot": "full"}
 
 
 def cmd_evaluate(args):
@@ -225,7 +227,7 @@ def cmd_evaluate(args):
                                  devices=_split(args.devices), test_size=args.test_size, seed=args.seed,
                                  passes=args.passes, stream_length=args.stream, budget=args.budget,
                                  time_budget=args.time_budget or None,
-                                 candidates=args.candidates or None, quantile=args.quantile,
+                                 candidates=args.candidates or None, quantile=args.quantile, audit=args.audit,
                                  refit_every=args.refit_every, cvdfs=args.zero_shot == "cvdfs",
                                  max_size=args.max_subset_size, n_jobs=args.n_jobs, refit=args.refit,
                                  progress=not args.json, time_weight=args.time_weight)
@@ -528,6 +530,8 @@ def build_parser() -> argparse.ArgumentParser:
     online.add_argument("--candidates", type=int, default=ONLINE_DEFAULTS["candidates"], help="variants an explored call runs (0: all; default 2)")
     online.add_argument("--quantile", type=float, default=ONLINE_DEFAULTS["quantile"],
                         help="explore candidate calls whose margin is in this lowest share of recent margins")
+    online.add_argument("--audit", type=float, default=ONLINE_DEFAULTS["audit"],
+                        help=AUDIT_HELP)
     online.add_argument("--refit-every", type=int, default=ONLINE_DEFAULTS["refit_every"], help="new target rows between refits (default 4)")
     online.add_argument("--refit", choices=["trees", "kernel"], default=ONLINE_DEFAULTS["refit"],
                         help="refit from the sources' and the target's rows by per-variant boosted trees "
@@ -663,6 +667,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="largest share of the served calls' time that exploring may add (0: no bound; default 0.01)")
     p.add_argument("--candidates", type=int, default=2, help="variants an explored call runs (0: all; default 2)")
     p.add_argument("--quantile", type=float, default=0.25, help="share of candidate calls judged uncertain")
+    p.add_argument("--audit", type=float, default=0.1, help=AUDIT_HELP)
     p.add_argument("--refit-every", type=int, default=4,
                    help="new target rows between refits (default 4: a short stream explores few calls)")
     p.add_argument("--repeats", type=int, default=1,

@@ -34,7 +34,7 @@ from .learn.kron import TIME_WEIGHT, check_time_weight
 from .metrics import fraction_of_optimum
 from .model import SelectorModel
 from .progress import progress_bar
-from .refine import BUDGET, CHECKED_OPTIONS, QUANTILE, REFIT_EVERY, TIME_BUDGET, Refiner, check_options
+from .refine import AUDIT, BUDGET, CHECKED_OPTIONS, QUANTILE, REFIT_EVERY, TIME_BUDGET, Refiner, check_options
 
 PASSES = 10   # default stream: ten shuffled passes over the target's training inputs
 
@@ -209,7 +209,8 @@ def format_online(r: dict) -> str:
              f"{r['n_train']} training / {r['n_test']} test inputs (seed {r['seed']}), {stream}",
              f"budget {o['budget']} of calls and {o.get('time_budget') or 'no bound on'} of time, "
              f"{o['candidates'] or 'all'} candidates per explored call, quantile "
-             f"{o['quantile']}, refit every {o['refit_every']} rows (or an eighth more) by "
+             f"{o['quantile']}, audits {o.get('audit', AUDIT)} of the sure ones, refit every {o['refit_every']} rows "
+             "(or an eighth more) by "
              f"{'boosted trees on the sources and target rows' if r.get('refit') == 'trees' else 'kernel correction'}; zero-shot: "
              f"{'CV-DFS ensemble' if r['cv_dfs'] else 'full-set Kronecker KRR'}"
              + (f", its inputs weighted by their time^{r['time_weight']:g}" if r.get("time_weight") else ""),

@@ -49,6 +49,7 @@ from .. import devices, quiet
 from ..benchmarks import histogram
 from ..dataset import load_dataset_dir
 from ..metrics import fraction_of_optimum
+from ..refine import AUDIT
 from ..store import Store, embedded
 from ..tuner import Autotuner
 from .quality import choices, test_times
@@ -205,7 +206,7 @@ def _calls_during_refits(model, refit, X, T, seconds: float) -> dict:
 def bench_refine(stream: int = 400, seed: int = 0, budget: float = 0.02, time_budget: float | None = 0.01,
                  candidates: int | None = 2, quantile: float = 0.25, refit_every: int = 4, oracle_every: int = 20,
                  n_train: int = 48, n_test: int = 48, overhead_calls: int = 20000, datasets=None,
-                 repeats: int = 1, pause_seconds: float = 10.0, fresh_stream: int = 1000) -> dict:
+                 repeats: int = 1, pause_seconds: float = 10.0, fresh_stream: int = 1000, audit: float = AUDIT) -> dict:
     """Run the comparison described in the module documentation."""
     if stream < 1 or oracle_every < 1 or fresh_stream < 0:
         raise ValueError("bench refine needs a stream of at least one image, oracle_every >= 1 and fresh_stream >= 0")
@@ -218,7 +219,7 @@ def bench_refine(stream: int = 400, seed: int = 0, budget: float = 0.02, time_bu
         try:
             result = _run(Store(client=server), here, stream, seed, budget, time_budget, candidates, quantile,
                           refit_every, oracle_every, n_train, n_test, overhead_calls, Path(datasets or DATASETS),
-                          started, repeats, pause_seconds, fresh_stream)
+                          started, repeats, pause_seconds, fresh_stream, audit)
         finally:
             embedded.shutdown(server)
     after = _cpu_sample()
@@ -236,7 +237,7 @@ def _cpu_sample():
 
 
 def _run(store, here, stream, seed, budget, time_budget, candidates, quantile, refit_every, oracle_every, n_train,
-         n_test, overhead_calls, datasets, started, repeats, pause_seconds, fresh_stream) -> dict:
+         n_test, overhead_calls, datasets, started, repeats, pause_seconds, fresh_stream, audit) -> dict:
     sources = import_sources(store, datasets, exclude=here)
     if not sources:
         raise ValueError(f"no recorded {NAME} data of another device under {datasets} (this machine is {here!r})")
@@ -258,7 +259,7 @@ def _run(store, here, stream, seed, budget, time_budget, candidates, quantile, r
     built = time.perf_counter()
 
     options = dict(budget=budget, time_budget=time_budget, candidates=candidates, quantile=quantile, seed=seed,
-                   repeats=repeats)
+                   repeats=repeats, audit=audit)
     refiner = hist.refine(store=store, device_id=here, refit_every=refit_every, **options)
     names = hist.variant_names
     stream_seconds = extra_before = 0.0
