@@ -3,6 +3,7 @@ blocking calls, refits swapped in atomically, and a failing refit or store never
 calls. Variants are plain Python functions that say who ran (no sleeping, no timed asserts)."""
 import socket
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -129,6 +130,30 @@ def test_audits_see_a_model_that_is_sure_and_wrong():
             found[audit] = (r.measured_loss, r.base_holds(*r.rows()))
     assert found[0.0] == (0.0, True)
     assert found[0.2][0] > 0.01 and not found[0.2][1]
+
+
+OUTSIDE = {"level": "low", "outside_sources": True, "low_because": ["outside the sources' device features"]}
+
+
+@pytest.mark.parametrize("provenance, options, warns", [
+    ({"confidence": OUTSIDE}, {}, True),
+    ({"confidence": OUTSIDE}, {"time_budget": 0.05}, False),          # a larger budget: the advice taken
+    ({"confidence": OUTSIDE, "few_shot": {"inputs": ["i0"]}}, {}, False),   # timed on the target already
+    ({"confidence": {**OUTSIDE, "outside_sources": False}}, {}, False),
+    ({"confidence": {**OUTSIDE, "level": "high"}}, {}, False),
+    ({}, {}, False)])
+def test_refining_a_low_model_outside_its_sources_says_what_to_do_first(provenance, options, warns):
+    """Such a model can be sure where it is wrong, and the default time budget pays for few
+    explored calls in a short stream: refine() says so and points to few-shot."""
+    cv = make_cv([])
+    cv.model.provenance = provenance
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        refiner = cv.refine(refit_every=10_000, **options)
+    refiner.stop()
+    said = [str(w.message) for w in caught if "Time a few inputs on this device first" in str(w.message)]
+    assert bool(said) == warns
+    assert not said or "outside the sources' device features" in said[0]
 
 
 def test_constraints_are_obeyed_while_exploring():
