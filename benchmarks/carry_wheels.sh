@@ -3,8 +3,9 @@
 # checks (benchmarks/gpu_check.sh) with its own Python: wheels of nitro's dependencies that its
 # image lacks, pycuda built from its sdist (no curand), and nitro's extension modules, all for
 # that Python's version. Needs here: that Python version (PY_BUILD, e.g. a pyenv 3.12), nvcc and a
-# package index. Writes OUT (default .whl, keep it out of git); there, run OUT/run.sh from the
+# package index. Writes OUT (default .whl, keep it out of git); there, `source OUT/run.sh` from the
 # repository root (it installs the wheels under /tmp/site and puts the extension modules in nitro/).
+# From the repository root:
 #   PY_BUILD=~/.pyenv/versions/3.12.1/bin/python bash benchmarks/carry_wheels.sh
 set -eu
 PY_BUILD=${PY_BUILD:?the Python of the GPU machine (its version), e.g. ~/.pyenv/versions/3.12.1/bin/python}
