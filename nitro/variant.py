@@ -221,8 +221,8 @@ class CodeVariant:
             old.stop()
         if not on:
             return None
-        from .refine import TIME_BUDGET, Refiner
-        _warn_if_refining_cannot_reach(self.name, self.model, options.get("time_budget", TIME_BUDGET), TIME_BUDGET)
+        from .refine import TIME_BUDGET, Refiner, warn_if_far_and_sure
+        warn_if_far_and_sure(self.name, self.model, options.get("time_budget", TIME_BUDGET))
         if store is not None and device_id is None:
             from .devices import current_device_id
             device_id = self.device_id or current_device_id()
@@ -251,24 +251,6 @@ class CodeVariant:
     def __repr__(self):
         return (f"code_variant({self.name!r}, variants={self.variant_names}, "
                 f"features={self.feature_names}, default={self.default!r})")
-
-
-def _warn_if_refining_cannot_reach(name: str, model: SelectorModel | None, time_budget, default: float) -> None:
-    """Warn where refining starts from a zero-shot model whose estimate is low and whose device
-    lies outside its sources', with no more than the default time budget: such a model can be
-    sure where it is wrong, and the budget pays for few explored calls in a short stream (nitro's
-    histogram on a 16-core Intel host from 2-core AMD sources stayed at 79-82% live in one run of
-    four; few-shot from 5 inputs gave 90.9)."""
-    provenance = getattr(model, "provenance", None) or {}
-    estimate = provenance.get("confidence") or {}
-    if (estimate.get("level") == "low" and estimate.get("outside_sources") and "few_shot" not in provenance
-            and time_budget is not None and time_budget <= default):
-        import warnings
-        warnings.warn(f"{name}: refining a zero-shot model whose estimate is low and whose target lies outside "
-                      f"its sources ({'; '.join(estimate.get('low_because', []))}): it can be sure where it is "
-                      f"wrong, and a time budget of {time_budget:g} pays for few explored calls in a short stream. "
-                      "Time a few inputs on this device first (tune_from_source(..., target_budget=6) or more) "
-                      "or refine with a larger time_budget", stacklevel=3)
 
 
 def code_variant(name: str, variants, features=(), default=None, constraints=(), **kwargs) -> CodeVariant:
