@@ -441,16 +441,13 @@ class Refiner:
             self._margins.append(margin)
             bisect.insort(ordered, margin)
         duel, rival = self._duel_pair(values, choice, timed, model, chosen_by)
-        audit = False
-        if not uncertain and duel is None:
-            with self._lock:
-                audit = self._rng.random() < self.audit
-            if not audit:
-                return None
         if duel is not None:                   # the other model's choice first: refit against start
             others = [rival] + [v for v in others if v != rival]
         others = others[:limit]
         with self._lock:
+            audit = not uncertain and duel is None
+            if audit and self._rng.random() >= self.audit:
+                return None                    # sure, and not drawn for an audit
             if not uncertain and not audit:    # sure by its margin, but the latest refit and the start
                 self._counts["disputed"] += 1  # model disagree: a duel, where it tells most
             if self._counts["explored"] + 1 > self.budget * self.calls + 1:
