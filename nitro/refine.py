@@ -95,10 +95,14 @@ refit serves only while refits beat the starting model where the two disagree
 first where the latest refit and the starting model choose differently, and the log time ratios
 of the two choices are summed; the duel that turns the sum negative, or back to zero or above,
 makes a refit due, and below zero the starting model serves again and the next refits are tried
-beside it, the first after the sum is no longer negative served. A duel explored while a
-background refit runs is not summed (``duels_during_refits``): the refit competes for the
-cores the variants use, which slows a statically partitioned parallel variant more than the
-others, so such a timing is no evidence of how the two choices serve. The
+beside it, the first after the sum is no longer negative served.
+
+**No exploring during a background refit.** A refit competes for the cores the variants use:
+on a 2-core VM, 4 of 6 histogram variant runs explored while one ran took 7-8 ms instead of
+35-85 µs (``nitro bench refine``), and such rows had taught the refits, inflated the measured loss and
+decided duels. So no call explores while a refit runs (``refit_skips``), and an explored call
+during which one began counts its cost but not its timings: no row, loss or duel
+(``explored_during_refits``). A replay, whose refits run synchronously, never meets either. The
 new model and its compiled evaluator are built completely before one reference is swapped
 (:meth:`nitro.dispatch.Dispatcher.set_model`); a refit that raises is counted and the old model
 stays (the starting model, where refits lose). scikit-learn is imported by the refit process (or thread) only.
@@ -371,7 +375,8 @@ class Refiner:
         self._losses: deque[tuple[float, float]] = deque(maxlen=REGRET_WINDOW)   # (choice's time, time lost)
         self._counts = dict(candidate_calls=0, explored=0, budget_skips=0, time_skips=0, rows_recorded=0,
                             rows_written=0, rows_dropped=0, store_errors=0, refits=0, refits_kept=0, base_held=0,
-                            refits_lost=0, refit_errors=0, duels_during_refits=0, disputed=0, audits=0)
+                            refits_lost=0, refit_errors=0, refit_skips=0, explored_during_refits=0, disputed=0,
+                            audits=0)
         self.explore_seconds = 0.0     # all variant runs of explored calls
         self.extra_seconds = 0.0       # the part the model's choice alone would not have spent
         self.last_store_error: str | None = None
@@ -408,6 +413,9 @@ class Refiner:
         with self._lock:
             if self._counts["explored"] + 1 > self.budget * self.calls + 1:
                 self._counts["budget_skips"] += 1
+                return None
+            if self._refit_epoch % 2:              # a background refit competes for the cores now:
+                self._counts["refit_skips"] += 1   # its timings would measure the refit, not the variants
                 return None
         d = self._dispatcher
         model = d.model if chosen_by is None else chosen_by
@@ -598,17 +606,18 @@ class Refiner:
         with self._lock:              # the time budget's account: served time, spent time, cost model
             self._reserved -= getattr(self._local, "reserved", 0.0)
             self._local.reserved = 0.0
-            if duel is not None and (self._refit_epoch % 2 or self._refit_epoch != getattr(self._local, "epoch", -1)):
-                self._counts["duels_during_refits"] += 1   # timed while a refit competed for the cores: no evidence
-                duel = None
+            self.explore_seconds += ex.spent       # with the reservation's release: plan() sees one or the other
+            self.extra_seconds += ex.spent - (own if math.isfinite(own) else 0.0)
+            epoch, self._local.epoch = getattr(self._local, "epoch", None), None   # None: not planned
+            if epoch is not None and (epoch % 2 or epoch != self._refit_epoch):
+                self._counts["explored_during_refits"] += 1   # a refit began meanwhile and competed for the
+                return                                       # cores: its cost counts, its timings teach nothing
             if duel is not None:      # the refit's choice against the start model's, on one input
                 gain = duel_gain(*(ex.times.get(v, math.nan) for v in duel))
                 if gain is not None:
                     verdict_flips = (self.duel_log_gain >= 0.0) != (self.duel_log_gain + gain >= 0.0)
                     self.duel_log_gain += gain
                     self.duel_inputs += 1
-            self.explore_seconds += ex.spent       # with the reservation's release: plan() sees one or the other
-            self.extra_seconds += ex.spent - (own if math.isfinite(own) else 0.0)
             if math.isfinite(own):
                 self._sampled_seconds += own
             if math.isfinite(own) and own > 0.0 and len(finite) > 1:   # what the choice lost here,

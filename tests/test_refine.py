@@ -771,9 +771,10 @@ def test_a_duel_that_turns_the_sum_back_calls_the_next_refit_which_serves_again(
     assert d.model is again and s["refits"] == 2 and s["refits_lost"] == 1
 
 
-def test_a_duel_timed_while_a_background_refit_runs_is_no_evidence():
-    """A refit running beside the calls competes for their cores, so a duel explored while one
-    runs is counted apart, not summed; the next duel, after it, counts."""
+def test_no_call_explores_while_a_background_refit_runs_and_timings_it_disturbed_teach_nothing():
+    """A refit running beside the calls competes for their cores: while one runs no call
+    explores, and a call that was exploring when one began counts its cost but gives no row,
+    loss or duel; the next explored call, after it, counts."""
     started, release = threading.Event(), threading.Event()
     made = []
 
@@ -794,18 +795,26 @@ def test_a_duel_timed_while_a_background_refit_runs_is_no_evidence():
         r.tick()
         r.maybe_explore(values, d.choose(values), lambda v, own=own: (v, 2.0 if v == own else 1.0))
     assert r.refit_now() and d.choose([0.003]) == "c"
-    r._refit_wanted.set()                              # a background refit, held until released
-    assert started.wait(10)
+    rows, spent = len(r.rows()[0]), r.stats()["explore_seconds"]
+
+    def begins_a_refit(v):                             # a background refit starts mid-call
+        r._refit_wanted.set()
+        assert started.wait(10)
+        return v, 3.0 if v == "c" else 1.0
     r.tick()
-    r.maybe_explore([0.003], "c", lambda v: (v, 3.0 if v == "c" else 1.0))
+    assert r.maybe_explore([0.003], "c", begins_a_refit) is not None
+    r.tick()                                           # the refit still runs: no exploring
+    assert r.maybe_explore([0.004], "c", lambda v: (v, 3.0 if v == "c" else 1.0)) is None
     s = r.stats()
-    assert s["duels_during_refits"] == 1 and s["duel_inputs"] == 0 and d.model is not r.base
+    assert s["explored_during_refits"] == 1 and s["refit_skips"] == 1
+    assert s["duel_inputs"] == 0 and len(r.rows()[0]) == rows and d.model is not r.base
+    assert s["explore_seconds"] == spent + 4.0         # its cost still counts (3 s and 1 s)
     release.set()
     assert r.wait(10)
     r.tick()
     r.maybe_explore([0.005], d.choose([0.005]), lambda v: (v, 3.0 if v == "c" else 1.0))
     s = r.stop()
-    assert s["duel_inputs"] == 1 and s["duels_during_refits"] == 1 and s["duel_log_gain"] < 0
+    assert s["duel_inputs"] == 1 and s["duel_log_gain"] < 0 and len(r.rows()[0]) == rows + 1
 
 
 def test_a_refit_that_finishes_after_stop_is_not_swapped_in():

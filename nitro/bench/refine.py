@@ -317,7 +317,7 @@ def _run(store, here, stream, seed, budget, time_budget, candidates, quantile, r
                                         "refit_errors", "rows_recorded", "rows_written",
                                         "rows_dropped", "store_errors", "last_store_error", "last_refit_error",
                                         "refit", "refit_fallback", "refit_in", "measured_loss", "allowed_share",
-                                        "duels_during_refits", "disputed", "audits")},
+                                        "refit_skips", "explored_during_refits", "disputed", "audits")},
         "refined_model_rows": hist.model.provenance.get("refined", {}).get(
             "target_rows", hist.model.provenance.get("target_rows", 0)),
         "stream_seconds": stream_seconds, "explore_extra_seconds": stats["extra_seconds"],
@@ -349,8 +349,9 @@ def format_refine(r: dict) -> str:
               f"start model held {s.get('base_held', 0)} times, refits lost to it {s.get('refits_lost', 0)} times "
               f"(on {s.get('duel_inputs', 0)} inputs where their choices differed, refit/start time "
               f"{math.exp(-s.get('duel_log_gain', 0.0) / max(s.get('duel_inputs', 0), 1)):.3f}, geometric mean; "
-              f"{s.get('duels_during_refits', 0)} more timed while a refit ran, not counted; "
               f"{s.get('disputed', 0)} calls sure by their margin where the two disagreed), "
+              f"{s.get('refit_skips', 0)} candidate calls not explored while a refit ran, "
+              f"{s.get('explored_during_refits', 0)} explored calls whose timings a refit disturbed, not counted, "
               f"rows written {s['rows_written']}, dropped {s['rows_dropped']}, store errors {s['store_errors']}",
               f"stream {r['stream_seconds']:.3f} s, estimated optimum {r['stream_optimum_seconds']:.3f} s "
               f"(ratio {r['stream_vs_optimum']:.3f}; from {r['oracle_images']} exhaustively timed images)",
