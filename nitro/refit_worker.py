@@ -6,9 +6,17 @@ runs between NumPy and scikit-learn calls: on a 2-core VM plain calls' 99.9th pe
 runs the refit callable in a child interpreter instead (``python -m nitro.refit_worker``, one per
 process, shared by every refit there, which queue for it: :class:`_Worker`; started at the first
 refit, which waits for its ready message, and ended when its last client closes; at a lower
-scheduling priority, with one OpenMP thread fewer than the machine has cores unless
-``OMP_NUM_THREADS`` says otherwise, in a session of its own so that Ctrl-C reaches only the
-application). Messages are pickled frames over
+scheduling priority (:func:`lower_priority`), with one OpenMP thread fewer than the machine has
+cores unless ``OMP_NUM_THREADS`` says otherwise, in a session of its own so that Ctrl-C reaches
+only the application).
+
+Why the idle class (``POLICY``): at nice 10 alone the child still takes its time slices from
+a variant that uses every core. On the 2-core VM, 2,000 histogram calls (OpenMP on both cores)
+stalled 7-8 ms 53-94 times while refits ran and served in 1.97-2.34 s; with the child in
+Linux's ``SCHED_IDLE`` 25-39 times and 1.67-1.85 s; with a child that only slept as long, 11
+times and 1.18 s (``benchmarks/README.md``, "Timings taken while a refit runs"). The price: on a
+machine whose every core stays busy, refits wait for idle time (``POLICY = "nice"`` before the
+first refit runs them at nice 10 only). Messages are pickled frames over
 the child's pipes (never over the network, never from the store): the refit callable (sent again
 only when its state changed), the model refining began with (sent once) and each refit's rows;
 only the new model comes back, as plain data checked in the child
@@ -40,6 +48,7 @@ import time
 from .model import SelectorModel
 
 NICE = 10          # the child's scheduling priority below the serving process's (Unix)
+POLICY = "idle"    # "idle": Linux's SCHED_IDLE as well (CPU time nothing else wants); "nice": NICE only
 _HEADER = struct.Struct("<Q")
 
 
@@ -155,7 +164,7 @@ class _Worker:
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)    # the same nitro as here
         if "OMP_NUM_THREADS" not in env:        # leave a core to the calls being served
             env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 2) - 1))
-        return subprocess.Popen([sys.executable, "-m", "nitro.refit_worker"], stdin=subprocess.PIPE,
+        return subprocess.Popen([sys.executable, "-m", "nitro.refit_worker", POLICY], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
                                 start_new_session=True, close_fds=True)
 
@@ -355,14 +364,26 @@ def serve(inp, out) -> None:
         out.flush()
 
 
-def main() -> None:
-    out = os.fdopen(os.dup(1), "wb")            # the protocol's pipe; stray prints go to stderr
-    os.dup2(2, 1)
+def lower_priority(policy: str) -> None:
+    """This process below the serving one: ``NICE`` (Unix) and, with ``policy`` "idle", the
+    idle scheduling class where there is one (Linux ``SCHED_IDLE``: a core runs the refit only
+    when nothing else wants it, so a variant that uses every core is not descheduled for it)."""
     if hasattr(os, "nice"):
         try:
             os.nice(NICE)
         except OSError:
             pass
+    if policy == "idle" and hasattr(os, "SCHED_IDLE"):
+        try:
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        except OSError:
+            pass
+
+
+def main() -> None:
+    out = os.fdopen(os.dup(1), "wb")            # the protocol's pipe; stray prints go to stderr
+    os.dup2(2, 1)
+    lower_priority(sys.argv[1] if len(sys.argv) > 1 else POLICY)
     out.write(_frame(("ready", os.getpid())))
     out.flush()
     serve(sys.stdin.buffer, out)

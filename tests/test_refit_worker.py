@@ -3,6 +3,7 @@ or dying child is counted and replaced, a refit that cannot go there runs in a t
 stopping the last refiner ends the child."""
 import functools
 import importlib.util
+import os
 import subprocess
 import sys
 
@@ -61,6 +62,19 @@ def test_the_child_refits_as_the_thread_does_and_is_ended_by_stop():
     assert child.poll() is None and other.refit_now()               # still there for the other one
     other.stop()
     assert child.poll() is not None                               # stopping the last one ended the child
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="the idle scheduling class is Linux's")
+def test_the_child_runs_in_the_idle_class_below_the_serving_process():
+    """A refit must not take time slices from a variant that uses every core: the child runs
+    at a higher nice value than this process and, on Linux, in the idle scheduling class."""
+    cv, refiner = refiner_of()
+    feed(refiner, *rows())
+    assert refiner.refit_now(), refiner.stats()["last_refit_error"]
+    child = refiner._refit._worker.proc.pid
+    assert os.sched_getscheduler(child) == os.SCHED_IDLE and os.sched_getscheduler(0) != os.SCHED_IDLE
+    assert os.getpriority(os.PRIO_PROCESS, child) > os.getpriority(os.PRIO_PROCESS, 0)
+    refiner.stop()
 
 
 def test_an_error_in_the_child_is_counted_and_the_model_stays():
