@@ -853,7 +853,8 @@ class Refiner:
         (``served_seconds``) and the time budget with the calls it kept from exploring
         (``time_skips``), the current margin threshold, the
         refit's name and, for one that fell back to another, why (``refit_fallback``), and where
-        refits run (``refit_in``; ``refit_in_fallback``: why not in a process)."""
+        refits run (``refit_in``; ``refit_in_fallback``: why not in a process; ``refit_starved``:
+        when and why the child process left the idle scheduling class)."""
         c = dict(self._counts)
         with self._lock:                       # the losses' window changes under it while calls explore
             loss = self.measured_loss
@@ -872,4 +873,5 @@ class Refiner:
                 "refit": getattr(self._refit, "__name__", type(self._refit).__name__),
                 "refit_fallback": getattr(self._refit, "error", None),
                 "refit_in": "thread" if in_thread else self.refit_in,
-                "refit_in_fallback": in_thread or self._refit_in_fallback, "active": not self._stopped}
+                "refit_in_fallback": in_thread or self._refit_in_fallback,
+                "refit_starved": getattr(self._refit, "starved", None), "active": not self._stopped}

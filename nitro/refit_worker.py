@@ -7,16 +7,24 @@ runs the refit callable in a child interpreter instead (``python -m nitro.refit_
 process, shared by every refit there, which queue for it: :class:`_Worker`; started at the first
 refit, which waits for its ready message, and ended when its last client closes; at a lower
 scheduling priority (:func:`lower_priority`), with one OpenMP thread fewer than the machine has
-cores unless ``OMP_NUM_THREADS`` says otherwise, in a session of its own so that Ctrl-C reaches
-only the application).
+cores unless ``OMP_NUM_THREADS`` says otherwise, in a process group of its own so that Ctrl-C
+reaches only the application).
 
-Why the idle class (``POLICY``): at nice 10 alone the child still takes its time slices from
-a variant that uses every core. On the 2-core VM, 2,000 histogram calls (OpenMP on both cores)
-stalled 7-8 ms 53-94 times while refits ran and served in 1.97-2.34 s; with the child in
-Linux's ``SCHED_IDLE`` 25-39 times and 1.67-1.85 s; with a child that only slept as long, 11
-times and 1.18 s (``benchmarks/README.md``, "Timings taken while a refit runs"). The price: on a
-machine whose every core stays busy, refits wait for idle time (``POLICY = "nice"`` before the
-first refit runs them at nice 10 only). Messages are pickled frames over
+Why the idle class (``POLICY``) and a process group rather than a session of its own: at nice
+10 alone the child still takes time slices from a variant that uses every core, and Linux puts
+each session in a scheduling group of its own (autogroup, on by default), groups sharing the CPU
+as equals whatever the nice value or class of the tasks inside. A CPU-bound child in a session
+of its own took a whole core of 2 from an OpenMP histogram variant at nice 10 and in the idle
+class alike (calls beside it 50 times as slow); in the application's session, at nice 10, calls
+over 2 ms went from 0 to 74, in the idle class to 5. The same 2,000 histogram calls with refits
+beside them served in 1.98-2.45 s from a child in its own session, 1.28-1.45 s from one in the
+idle class in the application's (``benchmarks/README.md``, "Timings taken while a refit runs").
+The price: on a machine whose every core stays busy, a refit would wait for idle time that never
+comes (an idle-class child beside two busy processes got 1-2% of a core): where the child gets
+less than ``STARVED_SHARE`` of a core over ``STARVED_AFTER`` seconds of a refit (read from
+``/proc/<pid>/stat``), it is ended, the refit runs again in a new child at nice 10 only, and
+every later refit there too (``RefitProcess.starved`` says when and why; ``POLICY = "nice"``
+before the first refit does so from the start). Messages are pickled frames over
 the child's pipes (never over the network, never from the store): the refit callable (sent again
 only when its state changed), the model refining began with (sent once) and each refit's rows;
 only the new model comes back, as plain data checked in the child
@@ -49,7 +57,11 @@ from .model import SelectorModel
 
 NICE = 10          # the child's scheduling priority below the serving process's (Unix)
 POLICY = "idle"    # "idle": Linux's SCHED_IDLE as well (CPU time nothing else wants); "nice": NICE only
+STARVED_AFTER = 5.0    # seconds of an idle-class refit over which its child's CPU share is judged
+STARVED_SHARE = 0.05   # of one core: less, and the idle class starves the refit (every core busy)
 _HEADER = struct.Struct("<Q")
+# the child's own process group, in this session (Python 3.10: the child calls setpgid itself)
+_OWN_GROUP = {"process_group": 0} if sys.version_info >= (3, 11) else {}
 
 
 def _frame(obj) -> bytes:
@@ -68,6 +80,37 @@ def _read_raw(stream) -> bytes:
     return data
 
 
+def _cpu_seconds(pid: int) -> float | None:
+    """CPU time (user and system, every thread) process ``pid`` has used, from Linux's
+    ``/proc/<pid>/stat``; ``None`` where there is none to read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()      # after the command name, which may hold spaces
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _starved_reply(proc: subprocess.Popen) -> bytes | None:
+    """The child's reply frame, or ``None`` where it got less than ``STARVED_SHARE`` of a core
+    over a window of ``STARVED_AFTER`` seconds before replying (without ``/proc``, the reply,
+    however long it takes). The exchange is strictly one request, one reply, so the buffered
+    pipe holds nothing when the wait on its descriptor begins."""
+    start, used = time.monotonic(), _cpu_seconds(proc.pid)
+    if used is None:
+        return _read_raw(proc.stdout)
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout.fileno(), selectors.EVENT_READ)
+        while not sel.select(min(0.5, STARVED_AFTER)):
+            now, cpu = time.monotonic(), _cpu_seconds(proc.pid)
+            if cpu is None or now - start < STARVED_AFTER:     # None: it ended, the pipe will say so
+                continue
+            if cpu - used < STARVED_SHARE * (now - start):
+                return None
+            start, used = now, cpu
+    return _read_raw(proc.stdout)
+
+
 def unpicklable(refit) -> str | None:
     """Why ``refit`` cannot go to a child process, or ``None``: it cannot be pickled, or it is
     defined in the application's ``__main__``, which the child cannot import."""
@@ -84,7 +127,7 @@ def _kill(proc: subprocess.Popen) -> None:
     """Kill ``proc`` and its process group (what a refit may have started), if it runs."""
     if proc.poll() is None:
         try:
-            os.killpg(proc.pid, signal.SIGKILL)            # its own session: pgid == pid
+            os.killpg(proc.pid, signal.SIGKILL)            # its own process group: pgid == pid
         except (OSError, AttributeError):
             proc.kill()
 
@@ -123,6 +166,8 @@ class _Worker:
         self.clients: set[int] = set()
         self.forget: list[int] = []              # closed clients whose refit and base the child may drop
         self.fallback: str | None = None         # why no child can run here
+        self.policy = POLICY                     # the scheduling of the children it starts
+        self.starved: str | None = None          # when and why it left the idle class
         self.ended = False                       # its last client left: it starts no child again
 
     @classmethod
@@ -164,9 +209,9 @@ class _Worker:
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)    # the same nitro as here
         if "OMP_NUM_THREADS" not in env:        # leave a core to the calls being served
             env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 2) - 1))
-        return subprocess.Popen([sys.executable, "-m", "nitro.refit_worker", POLICY], stdin=subprocess.PIPE,
+        return subprocess.Popen([sys.executable, "-m", "nitro.refit_worker", self.policy], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-                                start_new_session=True, close_fds=True)
+                                close_fds=True, **_OWN_GROUP)
 
     def _ready(self, proc: subprocess.Popen) -> str | None:
         """Wait (``READY_TIMEOUT`` at most) for a new child's ready frame, read from its pipe's
@@ -234,6 +279,15 @@ class _Worker:
                 self.forget = []
         return None
 
+    def starve(self, proc: subprocess.Popen) -> None:
+        """``proc``, in the idle class, got too little of the machine to refit: end it; the
+        children started from now on run at ``NICE`` only."""
+        self.policy = "nice"
+        self.starved = (f"{time.strftime('%Y-%m-%d %H:%M:%S')}: the idle-class child got under "
+                        f"{STARVED_SHARE:.0%} of a core over {STARVED_AFTER:g} s of a refit (every core busy); "
+                        f"refits run at nice {NICE} from then on")
+        self.drop(proc)
+
     def drop(self, proc: subprocess.Popen) -> int | None:
         """``proc`` failed mid-exchange (the pipe may be out of step): end it; its exit code."""
         with self.state:
@@ -250,7 +304,8 @@ class RefitProcess:
     """``refit(base, X, times)`` (refining mode's refit signature) run in the child process this
     process's refits share; see the module documentation. ``error`` and ``__name__`` are the
     wrapped refit's, so that the refiner's statistics name it; ``fallback`` says why refits run
-    in the calling thread, if they do; :meth:`close` says this refit needs the child no more."""
+    in the calling thread, if they do, and ``starved`` when and why the child left the idle class;
+    :meth:`close` says this refit needs the child no more."""
 
     _ids = itertools.count()
 
@@ -268,6 +323,11 @@ class RefitProcess:
         return getattr(self.refit, "error", None)
 
     @property
+    def starved(self) -> str | None:
+        """When and why the shared child left the idle class (every core busy), or ``None``."""
+        return self._worker.starved
+
+    @property
     def fallback(self) -> str | None:
         why = self._unloadable or self._worker.fallback
         return None if why is None else f"no refit process ({why}): refits run in a thread"[:500]
@@ -282,36 +342,42 @@ class RefitProcess:
             prepare(base)                        # reads (the store) here; the child only fits
         worker = self._worker
         with worker.exchange:
-            if self._closed:                     # closed while its refit queued for the child
-                return None
-            proc = worker.child()
-            if proc is None:
-                return None if self._closed else self.refit(base, X, times)
-            key = (id(self.refit), getattr(self.refit, "version", 0))
-            held = self._held if self._held is not None and self._held[0] == worker.generation else None
-            try:                                 # pickled before the child sees a byte
-                payload = pickle.dumps({"refit": self.refit if held is None or held[1] != key else None,
-                                        "base": base.to_dict() if held is None or held[2] is not base else None,
-                                        "X": X, "times": times}, protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception as exc:  # what cannot be pickled is a failed refit, not a failed child
-                raise RuntimeError(f"the refit's message cannot be pickled ({type(exc).__name__}: {exc})") from None
-            with worker.state:                   # one step with leave(): a later close is forgotten next time
-                if self._id not in worker.clients:
+            while True:                          # twice at most: again in a nice child after starving
+                if self._closed:                 # closed while its refit queued for the child
                     return None
-                forget, worker.forget = worker.forget, []
-            try:
-                proc.stdin.write(_frame({"client": self._id, "forget": forget, "payload": payload}))
-                proc.stdin.flush()
-                status, value = pickle.loads(_read_raw(proc.stdout))
-            except BaseException as exc:
-                code = worker.drop(proc)
-                if self._closed:
-                    return None                  # closing ended the child: not a failure
-                if not isinstance(exc, Exception):
-                    raise
-                raise RuntimeError(f"the refit process ended with exit code {code} "
-                                   f"({type(exc).__name__}: {exc})") from None
-            self._held = (worker.generation, key, base) if status == "model" else None
+                proc = worker.child()
+                if proc is None:
+                    return None if self._closed else self.refit(base, X, times)
+                key = (id(self.refit), getattr(self.refit, "version", 0))
+                held = self._held if self._held is not None and self._held[0] == worker.generation else None
+                try:                             # pickled before the child sees a byte
+                    payload = pickle.dumps({"refit": self.refit if held is None or held[1] != key else None,
+                                            "base": base.to_dict() if held is None or held[2] is not base else None,
+                                            "X": X, "times": times}, protocol=pickle.HIGHEST_PROTOCOL)
+                except Exception as exc:  # what cannot be pickled is a failed refit, not a failed child
+                    raise RuntimeError(f"the refit's message cannot be pickled ({type(exc).__name__}: {exc})") from None
+                with worker.state:               # one step with leave(): a later close is forgotten next time
+                    if self._id not in worker.clients:
+                        return None
+                    forget, worker.forget = worker.forget, []
+                try:
+                    proc.stdin.write(_frame({"client": self._id, "forget": forget, "payload": payload}))
+                    proc.stdin.flush()
+                    reply = _starved_reply(proc) if worker.policy == "idle" else _read_raw(proc.stdout)
+                    if reply is None:
+                        worker.starve(proc)
+                        continue
+                    status, value = pickle.loads(reply)
+                except BaseException as exc:
+                    code = worker.drop(proc)
+                    if self._closed:
+                        return None              # closing ended the child: not a failure
+                    if not isinstance(exc, Exception):
+                        raise
+                    raise RuntimeError(f"the refit process ended with exit code {code} "
+                                       f"({type(exc).__name__}: {exc})") from None
+                self._held = (worker.generation, key, base) if status == "model" else None
+                break
         if status == "unloadable":               # the child cannot import what this refit needs
             self._unloadable = value
             return self.refit(base, X, times)
@@ -383,6 +449,8 @@ def lower_priority(policy: str) -> None:
 def main() -> None:
     out = os.fdopen(os.dup(1), "wb")            # the protocol's pipe; stray prints go to stderr
     os.dup2(2, 1)
+    if hasattr(os, "setpgid") and os.getpgid(0) != os.getpid():
+        os.setpgid(0, 0)                         # Ctrl-C at the terminal is the application's
     lower_priority(sys.argv[1] if len(sys.argv) > 1 else POLICY)
     out.write(_frame(("ready", os.getpid())))
     out.flush()
