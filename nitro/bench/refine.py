@@ -352,7 +352,8 @@ def format_refine(r: dict) -> str:
               f"{s.get('disputed', 0)} calls sure by their margin where the two disagreed), "
               f"{s.get('refit_skips', 0)} candidate calls not explored while a refit ran, "
               f"{s.get('explored_during_refits', 0)} explored calls whose timings a refit disturbed, not counted, "
-              f"rows written {s['rows_written']}, dropped {s['rows_dropped']}, store errors {s['store_errors']}",
+              f"rows written {s['rows_written']}, dropped {s['rows_dropped']}, store errors {s['store_errors']}"
+              f"{'; ' + s['refit_starved'] if s.get('refit_starved') else ''}",
               f"stream {r['stream_seconds']:.3f} s, estimated optimum {r['stream_optimum_seconds']:.3f} s "
               f"(ratio {r['stream_vs_optimum']:.3f}; from {r['oracle_images']} exhaustively timed images)",
               f"exploring spent {r['explore_extra_seconds']:.3f} s on variants other than the choice "
