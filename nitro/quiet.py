@@ -43,6 +43,17 @@ def sample(stat: str = "/proc/stat") -> Sample:
                   counted)
 
 
+def process_cpu_seconds(pid: int) -> float | None:
+    """CPU time (user and system, all its threads) process ``pid`` has used, from
+    ``/proc/<pid>/stat``; ``None`` where there is none to read (no such process, not Linux)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()      # after the command name, which may hold spaces
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def foreign_share(before: Sample, after: Sample) -> float:
     """The share (0-1) of the counted CPUs that other work took between two samples, less two
     clock ticks (both counters count whole ticks: over 0.05 s on 2 CPUs one tick alone would

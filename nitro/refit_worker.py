@@ -54,6 +54,7 @@ import threading
 import time
 
 from .model import SelectorModel
+from .quiet import process_cpu_seconds
 
 NICE = 10          # the child's scheduling priority below the serving process's (Unix)
 POLICY = "idle"    # "idle": Linux's SCHED_IDLE as well (CPU time nothing else wants); "nice": NICE only
@@ -80,29 +81,18 @@ def _read_raw(stream) -> bytes:
     return data
 
 
-def _cpu_seconds(pid: int) -> float | None:
-    """CPU time (user and system, every thread) process ``pid`` has used, from Linux's
-    ``/proc/<pid>/stat``; ``None`` where there is none to read."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()      # after the command name, which may hold spaces
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 def _starved_reply(proc: subprocess.Popen) -> bytes | None:
     """The child's reply frame, or ``None`` where it got less than ``STARVED_SHARE`` of a core
     over a window of ``STARVED_AFTER`` seconds before replying (without ``/proc``, the reply,
     however long it takes). The exchange is strictly one request, one reply, so the buffered
     pipe holds nothing when the wait on its descriptor begins."""
-    start, used = time.monotonic(), _cpu_seconds(proc.pid)
+    start, used = time.monotonic(), process_cpu_seconds(proc.pid)
     if used is None:
         return _read_raw(proc.stdout)
     with selectors.DefaultSelector() as sel:
         sel.register(proc.stdout.fileno(), selectors.EVENT_READ)
         while not sel.select(min(0.5, STARVED_AFTER)):
-            now, cpu = time.monotonic(), _cpu_seconds(proc.pid)
+            now, cpu = time.monotonic(), process_cpu_seconds(proc.pid)
             if cpu is None or now - start < STARVED_AFTER:     # None: it ended, the pipe will say so
                 continue
             if cpu - used < STARVED_SHARE * (now - start):

@@ -35,6 +35,14 @@ def test_this_process_work_is_its_own():
     assert quiet.foreign_share(ideal, quiet.Sample(1.0, 1.5, 0.5, 2)) == pytest.approx(0.5 - 0.01, abs=0.005)
 
 
+def test_a_process_cpu_time_is_read_from_proc():
+    _spin(0.2)
+    t = os.times()
+    mine = quiet.process_cpu_seconds(os.getpid())
+    assert mine is not None and mine == pytest.approx(t.user + t.system, abs=2.5 / quiet.CLOCK_TICKS)
+    assert quiet.process_cpu_seconds(2 ** 22 + 1) is None                     # beyond Linux's pid_max
+
+
 def test_waiting_gives_up_after_its_timeout(busy_process):
     with busy_process():
         time.sleep(0.2)
