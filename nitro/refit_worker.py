@@ -17,8 +17,9 @@ as equals whatever the nice value or class of the tasks inside. A CPU-bound chil
 of its own took a whole core of 2 from an OpenMP histogram variant at nice 10 and in the idle
 class alike (calls beside it 50 times as slow); in the application's session, at nice 10, calls
 over 2 ms went from 0 to 74, in the idle class to 5. The same 2,000 histogram calls with refits
-beside them served in 1.98-2.45 s from a child in its own session, 1.28-1.45 s from one in the
-idle class in the application's (``benchmarks/README.md``, "Timings taken while a refit runs").
+beside them served in 1.84-2.57 s from a child in its own session, 1.28-1.55 s from one in the
+idle class in the application's (seven runs; ``benchmarks/README.md``, "Timings taken while a
+refit runs").
 The price: on a machine whose every core stays busy, a refit would wait for idle time that never
 comes (an idle-class child beside two busy processes got 1-2% of a core): where the child gets
 less than ``STARVED_SHARE`` of a core over ``STARVED_AFTER`` seconds of a refit (read from
