@@ -99,8 +99,10 @@ beside it, the first after the sum is no longer negative served.
 
 **No exploring during a background refit.** A refit competes for the cores the variants use:
 on a 2-core VM, 4 of 6 histogram variant runs explored while one ran took 7-8 ms instead of
-35-85 µs (``nitro bench refine``), and such rows had taught the refits, inflated the measured loss and
-decided duels. So no call explores while a refit runs (``refit_skips``), and an explored call
+35-85 µs (``nitro bench refine``; the child then ran in a session of its own, where its priority
+did not count: :mod:`nitro.refit_worker`), and such rows had taught the refits, inflated the
+measured loss and decided duels. The idle class leaves the variants less to lose, not nothing
+(the new model's swap runs in the serving process). So no call explores while a refit runs (``refit_skips``), and an explored call
 during which one began counts its cost but not its timings: no row, loss or duel
 (``explored_during_refits``). A replay, whose refits run synchronously, never meets either. The
 new model and its compiled evaluator are built completely before one reference is swapped
