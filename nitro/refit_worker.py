@@ -93,8 +93,11 @@ def _starved_reply(proc: subprocess.Popen) -> bytes | None:
     with selectors.DefaultSelector() as sel:
         sel.register(proc.stdout.fileno(), selectors.EVENT_READ)
         while not sel.select(min(0.5, STARVED_AFTER)):
-            now, cpu = time.monotonic(), process_cpu_seconds(proc.pid)
-            if cpu is None or now - start < STARVED_AFTER:     # None: it ended, the pipe will say so
+            now = time.monotonic()
+            if now - start < STARVED_AFTER:
+                continue
+            cpu = process_cpu_seconds(proc.pid)
+            if cpu is None:                      # it ended: the pipe will say so
                 continue
             if cpu - used < STARVED_SHARE * (now - start):
                 return None
