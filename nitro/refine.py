@@ -289,7 +289,8 @@ def warn_if_far_and_sure(name: str, model: SelectorModel | None, time_budget: fl
     lies outside its sources', with no more than the default time budget: such a model can be
     sure where it is wrong, and the budget pays for few explored calls in a short stream (nitro's
     histogram on a 16-core Intel host from 2-core AMD sources stayed at 79-82% live in one run of
-    four; few-shot from 5 inputs gave 90.9)."""
+    four; few-shot from 5 inputs gave 90.9; replayed, ``budget=0.05, time_budget=0.03`` took its
+    2,000-call stream from 1.14 to 1.08 of the optimum, and lengthened others' by 1-1.5%)."""
     provenance = getattr(model, "provenance", None) or {}
     estimate = provenance.get("confidence") or {}
     if (estimate.get("level") == "low" and estimate.get("outside_sources") and "few_shot" not in provenance
@@ -298,7 +299,7 @@ def warn_if_far_and_sure(name: str, model: SelectorModel | None, time_budget: fl
                       f"its sources ({'; '.join(estimate.get('low_because', []))}): it can be sure where it is "
                       f"wrong, and a time budget of {time_budget:g} pays for few explored calls in a short stream. "
                       "Time a few inputs on this device first (tune_from_source(..., target_budget=6) or more) "
-                      "or refine with a larger time_budget", stacklevel=3)
+                      "or refine with larger budgets (refine(budget=0.05, time_budget=0.03))", stacklevel=3)
 
 
 class Refiner:
