@@ -65,27 +65,6 @@ def test_exploration_never_exceeds_the_budget_and_returns_the_choice():
     assert cv.refine(False) is None and cv.refiner is None and not refiner.active
 
 
-@pytest.mark.parametrize("options, provenance, warns", [
-    ({}, {}, False),                                                    # no estimate: nothing to say
-    ({}, {"level": "low", "outside_sources": True}, True),
-    ({"time_budget": 0.03}, {"level": "low", "outside_sources": True}, False),   # larger budgets asked for
-    ({}, {"level": "low", "outside_sources": False}, False),
-    ({}, {"level": "high", "outside_sources": True}, False),
-])
-def test_refining_a_far_and_sure_zero_shot_model_advises_larger_budgets(options, provenance, warns):
-    """Refining a zero-shot model whose estimate is low and whose target lies outside its sources
-    with the default budgets warns, naming the budgets that shortened such a stream in replays."""
-    cv = make_cv([])
-    cv.model.provenance = {"confidence": {**provenance, "low_because": ["outside the sources"]}} if provenance else {}
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        cv.refine(refit_every=10_000, **options)
-    cv.refine(False)
-    said = [str(w.message) for w in caught if "refining a zero-shot model" in str(w.message)]
-    assert bool(said) == warns
-    assert not said or "refine(budget=0.05, time_budget=0.03)" in said[0] and "outside the sources" in said[0]
-
-
 def test_refining_explores_the_least_sure_inputs():
     """After warm-up, explored inputs have margins at or below the running threshold (audits of
     sure calls left out: the next tests)."""
@@ -165,7 +144,8 @@ OUTSIDE = {"level": "low", "outside_sources": True, "low_because": ["outside the
     ({}, {}, False)])
 def test_refining_a_low_model_outside_its_sources_says_what_to_do_first(provenance, options, warns):
     """Such a model can be sure where it is wrong, and the default time budget pays for few
-    explored calls in a short stream: refine() says so and points to few-shot."""
+    explored calls in a short stream: refine() says so and points to few-shot and to the budgets
+    that shortened such streams in replays."""
     cv = make_cv([])
     cv.model.provenance = provenance
     with warnings.catch_warnings(record=True) as caught:
@@ -174,7 +154,8 @@ def test_refining_a_low_model_outside_its_sources_says_what_to_do_first(provenan
     refiner.stop()
     said = [str(w.message) for w in caught if "Time a few inputs on this device first" in str(w.message)]
     assert bool(said) == warns
-    assert not said or "outside the sources' device features" in said[0]
+    assert not said or "outside the sources' device features" in said[0] and \
+        "refine with larger budgets (refine(budget=0.05, time_budget=0.03))" in said[0]
 
 
 def test_constraints_are_obeyed_while_exploring():
