@@ -290,7 +290,8 @@ def warn_if_far_and_sure(name: str, model: SelectorModel | None, time_budget: fl
     sure where it is wrong, and the budget pays for few explored calls in a short stream (nitro's
     histogram on a 16-core Intel host from 2-core AMD sources stayed at 79-82% live in one run of
     four; few-shot from 5 inputs gave 90.9; replayed, ``budget=0.05, time_budget=0.03`` took its
-    2,000-call stream from 1.14 to 1.08 of the optimum, and lengthened others' by 1-1.5%)."""
+    2,000-call stream from 1.14 to 1.08 of the optimum, but the Ginkgo replay's Radeon VII, also
+    outside its sources and with a good start, from 1.042 to 1.056: hence advice, not a default)."""
     provenance = getattr(model, "provenance", None) or {}
     estimate = provenance.get("confidence") or {}
     if (estimate.get("level") == "low" and estimate.get("outside_sources") and "few_shot" not in provenance
