@@ -180,16 +180,25 @@ def split_device_columns(devices: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(columns, index=devices.index)
 
 
+NUMBER_WITH_UNIT = r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*[^\d\s.+-][^\d]*"   # "900 GB/s", "1.4GHz"
+
+
 def mixed_column_notes(devices: pd.DataFrame) -> list[str]:
-    """Notes on device columns that hold numbers and text (``16 GB``): read as metadata, so a
-    figure the user meant as a feature would otherwise vanish without a word."""
+    """Notes on device columns that hold numbers and text (``16 GB``), or only numbers with
+    units (``900 GB/s``): read as metadata, so a figure the user meant as a feature would
+    otherwise vanish without a word."""
     notes = []
     for c in devices.columns:
         text = text_cells(devices[c])
+        if c in METADATA_COLUMNS or not len(text):
+            continue
         numbers = pd.to_numeric(devices[c], errors="coerce").notna().sum()
-        if c not in METADATA_COLUMNS and len(text) and numbers:
+        if numbers:
             notes.append(f"device column {c!r} holds text ({text.iloc[0]!r}) beside {numbers} numbers: read as "
                          "metadata, not a device feature; write plain numbers (one unit per column) to use it")
+        elif text.str.fullmatch(NUMBER_WITH_UNIT).all():
+            notes.append(f"device column {c!r} holds numbers with units ({text.iloc[0]!r}): read as metadata, "
+                         "not a device feature; write plain numbers (the unit in the column's name) to use it")
     return notes
 
 

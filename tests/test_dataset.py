@@ -52,12 +52,14 @@ def test_a_numeric_column_with_empty_cells_stays_numeric(tmp_path):
 
 def test_vendor_kind_and_arch_are_metadata_even_as_numbers_and_mixed_columns_are_named(tmp_path):
     """``arch: 70`` (a compute capability) is a family, not a figure; ``16 GB`` beside plain
-    numbers makes its column metadata, and the note says so."""
-    write_dataset(tmp_path, {"arch": [70, 80, 80], "mem": ["16 GB", "32", "40"], "cores": [1, 2, 3]})
+    numbers, or numbers with units in every cell, make a column metadata, and a note says so."""
+    write_dataset(tmp_path, {"arch": [70, 80, 80], "mem": ["16 GB", "32", "40"], "cores": [1, 2, 3],
+                             "bw": ["900 GB/s", "1.5e3GB/s", ".9 TB/s"], "name": ["V100", "A100 40GB", "A100"]})
     m = load_dataset_dir(tmp_path)
     assert m.device_feature_names == ["cores"] and m.device_metadata("arch") == {"d0": "70", "d1": "80", "d2": "80"}
     assert any("device column 'mem' holds text ('16 GB') beside 2 numbers" in n for n in m.notes)
-    assert not any("'arch'" in n for n in m.notes)
+    assert any("device column 'bw' holds numbers with units ('900 GB/s')" in n for n in m.notes)
+    assert not any("'arch'" in n or "'name'" in n for n in m.notes)     # names are text, not figures
 
 
 @pytest.mark.parametrize("stem, repeated", [("devices", "device 'd1'"), ("inputs", "input 'i2'")])
