@@ -277,21 +277,39 @@ def not_positive_note(count: int, what: str = "time_s") -> list[str]:
     return [f"{count} measurements have a {what} of zero or less: read as failed runs"] if count else []
 
 
+MEASUREMENT_COLUMNS = ("device", "input", "variant", "time_s")
+
+
+def check_measurement_columns(directory, columns) -> None:
+    """Refuse a ``measurements`` file without the four columns, pointing at a time column
+    given in other units (``time_ms``)."""
+    if set(MEASUREMENT_COLUMNS) <= set(columns):
+        return
+    timed = [c for c in columns if "time_s" not in columns and str(c).casefold().startswith("time")]
+    hint = f"; is {timed[0]!r} a time? give it in seconds, as 'time_s'" if timed else ""
+    raise ValueError(f"{directory}/measurements: needs columns {sorted(MEASUREMENT_COLUMNS)}, has {list(columns)}{hint}")
+
+
+def repeated_note(cells: int, most: int) -> list[str]:
+    """The note on measurements given more than once for one device, input and variant."""
+    return ([f"{cells} device/input/variant triples are timed on more than one row (up to {most}): "
+             "each keeps the median of its times"] if cells else [])
+
+
 def load_dataset_dir(directory) -> Measurements:
     """Read a measurement directory (``devices``, ``inputs``, ``measurements`` CSV files)."""
     directory = Path(directory)
     if not directory.is_dir():
         raise FileNotFoundError(f"dataset directory {directory} does not exist")
     meas = _read_csv(directory, "measurements")
-    need = {"device", "input", "variant", "time_s"}
-    if not need <= set(meas.columns):
-        raise ValueError(f"{directory}/measurements: needs columns {sorted(need)}, has {list(meas.columns)}")
+    check_measurement_columns(directory, meas.columns)
     meas["time_s"], dropped = run_times(meas["time_s"])
     meas = meas.dropna(subset=["device", "input", "variant"])   # a row naming nothing is dropped
     for col in ("device", "input", "variant"):
         meas[col] = meas[col].astype(str)
     times = meas.pivot_table(index=["device", "input"], columns="variant", values="time_s",
                              aggfunc="median")
+    counts = meas.dropna(subset=["time_s"]).groupby(["device", "input", "variant"], sort=False).size()
     times.columns.name = None
     inputs = _read_csv(directory, "inputs")
     if "input" not in inputs.columns:
@@ -311,7 +329,7 @@ def load_dataset_dir(directory) -> Measurements:
     empty = empty[:, [values.columns.get_loc(c) for c in kept]]
     bad = empty.any(axis=1)
     notes += dropped_inputs_note(kept, empty.sum(axis=0), int(bad.sum()), len(values))
-    notes += dropped.notes()
+    notes += dropped.notes() + repeated_note(int((counts > 1).sum()), int(counts.max()) if len(counts) else 0)
     inputs = values.loc[~bad, kept]
     times = times[times.index.get_level_values(1).isin(inputs.index)]
     devices, device_notes = load_devices(directory)

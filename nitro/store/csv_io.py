@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..dataset import (DroppedTimes, csv_path, device_feature_names, dropped_inputs_note, input_columns, load_devices,
-                       read_csv_chunks, run_times, text_examples)
+from ..dataset import (DroppedTimes, check_measurement_columns, csv_path, device_feature_names, dropped_inputs_note,
+                       input_columns, load_devices, read_csv_chunks, repeated_note, run_times, text_examples)
 from ..measurement import TrainingRow
 from .redis_store import Store
 
@@ -133,7 +133,9 @@ def import_computation(store: Store, computation: str, directory, variants=None,
     with _scratch() as db:
         found, dropped = _spool_measurements(db, directory)
         columns, notes = _spool_inputs(db, directory)
-        notes += dropped.notes()
+        notes += dropped.notes() + repeated_note(*db.execute(
+            "SELECT COUNT(*), COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) AS n FROM meas WHERE time IS NOT NULL "
+            "GROUP BY device, input, variant HAVING n > 1)").fetchone())
         devices, device_notes = load_devices(directory)
         notes += device_notes
         stored = store.meta(computation) if computation in store.computations() else None
@@ -311,10 +313,9 @@ def _spool_measurements(db: sqlite3.Connection, directory: Path) -> tuple[list[s
     """``measurements.csv`` into table ``meas`` (device, input, variant, time: NULL where not a
     finite, positive number); the variants with a time, sorted, and the times dropped, by why."""
     db.execute("CREATE TABLE meas (device TEXT, input TEXT, variant TEXT, time REAL)")
-    need, found, dropped = {"device", "input", "variant", "time_s"}, set(), DroppedTimes()
+    found, dropped = set(), DroppedTimes()
     for chunk in read_csv_chunks(directory, "measurements", CHUNK):
-        if not need <= set(chunk.columns):
-            raise ValueError(f"{directory}/measurements: needs columns {sorted(need)}, has {list(chunk.columns)}")
+        check_measurement_columns(directory, chunk.columns)
         chunk = chunk.dropna(subset=["device", "input", "variant"])   # a row naming nothing is dropped
         time, bad = run_times(chunk["time_s"])                          # NaN: stored as NULL
         dropped += bad

@@ -24,6 +24,12 @@ def test_malformed_directory_writes_nothing(store, tmp_path):
     pd.DataFrame({"device": ["d"], "input": ["i"], "t": [1.0]}).to_csv(tmp_path / "measurements.csv", index=False)
     with pytest.raises(ValueError, match="needs columns"):
         import_computation(store, "x", tmp_path)
+    pd.DataFrame({"device": ["d"], "input": ["i"], "variant": ["a"], "time_ms": [1.0]}).to_csv(
+        tmp_path / "measurements.csv", index=False)
+    with pytest.raises(ValueError, match="is 'time_ms' a time[?] give it in seconds, as 'time_s'"):
+        import_computation(store, "x", tmp_path)
+    with pytest.raises(ValueError, match="is 'time_ms' a time[?]"):
+        load_dataset_dir(tmp_path)
     with pytest.raises(FileNotFoundError):
         import_computation(store, "x", tmp_path / "missing")
     assert store.computations() == []
@@ -146,7 +152,9 @@ def test_streamed_import_reads_what_load_dataset_dir_reads(store, tmp_path, monk
                          "input column 'sparse' is empty or not finite on 9 of 12 inputs: left out",
                          "1 of 12 inputs left out: an empty or non-finite input feature (N: 1)",
                          "2 measurements have a time_s of zero or less: read as failed runs",
-                         "1 measurements have a time_s that is no finite number (1 text such as 'fast'): dropped"]
+                         "1 measurements have a time_s that is no finite number (1 text such as 'fast'): dropped",
+                         "1 device/input/variant triples are timed on more than one row (up to 3): each keeps the "
+                         "median of its times"]
     assert store.meta("t") == {"variants": ["a", "b"], "features": ["N", "S"]} == \
         {"variants": ref.variants, "features": list(ref.inputs.columns)}
     assert store.devices("t") == ["007", "d2"] == ref.device_ids
