@@ -5,6 +5,7 @@ keys of one computation live on one shard) and ``d`` an escaped device id::
 
     nitro:schema                       "1"
     nitro:computations                 set of computation names
+    nitro:devices                      set of device ids with a record (nitro:device:<d>)
     nitro:device:<d>                   hash  name -> JSON {"value", "unit", "source"}
     nitro:device_metadata:<d>          hash  name -> JSON string (vendor, kind, arch: never features)
     nitro:{c}:meta                     hash  "variants", "features" -> JSON lists
