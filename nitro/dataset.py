@@ -119,12 +119,26 @@ class Measurements:
 IDS = {"device": str, "input": str, "variant": str}   # ids read as written: "007" stays "007", never 7.0
 
 
+DATASET_STEMS = ("devices", "inputs", "measurements")
+
+
 def csv_path(directory: Path, stem: str) -> Path:
-    """``<stem>.csv`` or ``<stem>.csv.gz`` in ``directory``."""
-    for name in (f"{stem}.csv", f"{stem}.csv.gz"):
-        if (directory / name).exists():
-            return directory / name
-    raise FileNotFoundError(f"{directory} has no {stem}.csv or {stem}.csv.gz")
+    """``<stem>.csv`` or ``<stem>.csv.gz`` in ``directory`` (both: an error, as either could be stale)."""
+    found = [directory / name for name in (f"{stem}.csv", f"{stem}.csv.gz") if (directory / name).exists()]
+    if len(found) > 1:
+        raise ValueError(f"{directory} has both {stem}.csv and {stem}.csv.gz: remove the one that is not current")
+    if not found:
+        raise FileNotFoundError(f"{directory} has no {stem}.csv or {stem}.csv.gz")
+    return found[0]
+
+
+def refuse_to_overwrite(directory: Path) -> None:
+    """Refuse to write a dataset into ``directory`` where one is already (its measurements would
+    be replaced, or mixed with the new files)."""
+    there = sorted(p.name for stem in DATASET_STEMS for p in directory.glob(f"{stem}.csv*"))
+    if there:
+        raise ValueError(f"{directory} already holds a dataset ({', '.join(there)}): write to a new directory, "
+                         "or remove those files first")
 
 
 def _read_csv(directory: Path, stem: str) -> pd.DataFrame:

@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .dataset import refuse_to_overwrite
+
 VARIANTS = ["streaming", "tiled", "cache_blocked", "atomic", "serial_fallback"]
 FAMILIES = ["alpha", "beta", "gamma", "delta"]
 
@@ -95,6 +97,7 @@ def generate(directory, n_inputs: int, n_devices: int = 4, n_features: int = 12,
     if n_inputs < 20 or n_devices < 1:
         raise ValueError(f"need at least 20 inputs and 1 device, got {n_inputs} and {n_devices}")
     directory = Path(directory)
+    refuse_to_overwrite(directory)
     directory.mkdir(parents=True, exist_ok=True)
     devices = synthetic_devices(n_devices, seed)
     inputs, lat = synthetic_inputs(n_inputs, n_features, seed)

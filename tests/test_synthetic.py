@@ -25,3 +25,16 @@ def test_generation_is_deterministic_and_checks_its_size(tmp_path):
     assert a.times.equals(b.times)
     with pytest.raises(ValueError, match="at least 20 inputs"):
         generate(tmp_path / "c", 5)
+
+
+def test_a_directory_holding_a_dataset_is_not_written_over(tmp_path):
+    """A real measurement directory named by mistake keeps its files; and a directory with both
+    a plain and a gzipped copy of one file is refused on reading, as either could be stale."""
+    generate(tmp_path / "real", n_inputs=20, n_devices=2, seed=1)
+    before = {p.name: p.read_bytes() for p in (tmp_path / "real").iterdir()}
+    with pytest.raises(ValueError, match=r"already holds a dataset \(devices.csv, inputs.csv.gz, measurements.csv.gz\)"):
+        generate(tmp_path / "real", n_inputs=20, n_devices=4, seed=2)
+    assert {p.name: p.read_bytes() for p in (tmp_path / "real").iterdir()} == before
+    (tmp_path / "real" / "inputs.csv").write_text("input,x\nold,1\n")
+    with pytest.raises(ValueError, match="has both inputs.csv and inputs.csv.gz: remove the one that is not current"):
+        load_dataset_dir(tmp_path / "real")

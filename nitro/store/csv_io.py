@@ -21,7 +21,8 @@ import numpy as np
 import pandas as pd
 
 from ..dataset import (DroppedTimes, check_measurement_columns, csv_path, device_feature_names, dropped_inputs_note,
-                       input_columns, load_devices, read_csv_chunks, repeated_note, run_times, text_examples)
+                       input_columns, load_devices, read_csv_chunks, refuse_to_overwrite, repeated_note, run_times,
+                       text_examples)
 from ..measurement import TrainingRow
 from .redis_store import Store
 
@@ -50,6 +51,7 @@ def export_computation(store: Store, computation: str, directory, devices=None, 
     no file is written before all of them were read."""
     features = store.meta(computation)["features"]
     directory = Path(directory)
+    refuse_to_overwrite(directory)
     with _scratch() as db:
         columns = "".join(f", f{k} REAL" for k in range(len(features)))
         db.execute(f"CREATE TABLE inputs (input TEXT PRIMARY KEY{columns}) WITHOUT ROWID")

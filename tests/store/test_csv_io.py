@@ -13,6 +13,8 @@ def test_export_import_round_trip(store, tmp_path):
                                                 {"b": "wrong result"}) for k in range(5)])
     out = export_computation(store, "hist", tmp_path / "ds")
     assert out == {"devices": 1, "inputs": 5, "measurements": 5}
+    with pytest.raises(ValueError, match="already holds a dataset"):     # an earlier export is not written over
+        export_computation(store, "hist", tmp_path / "ds")
     data = load_dataset_dir(tmp_path / "ds")
     assert list(data.inputs.columns) == ["N", "S"] and data.devices.loc["dev1", "cores"] == 2.0
     import_computation(store, "hist-copy", tmp_path / "ds", variants=["a", "b"])
