@@ -144,9 +144,19 @@ def refuse_to_overwrite(directory: Path) -> None:
 def _read_csv(directory: Path, stem: str) -> pd.DataFrame:
     path = csv_path(directory, stem)
     try:
+        _check_header(path)
         return pd.read_csv(path, dtype=IDS)
     except (ValueError, OSError, EOFError) as exc:   # ParserError, EmptyDataError, bad gzip, encoding
         raise ValueError(f"{path}: not a readable CSV file: {exc}") from None
+
+
+def _check_header(path: Path) -> None:
+    """Refuse a header that names a column twice: pandas would rename the second (``cores.1``)
+    and both would be read as different columns."""
+    header = pd.read_csv(path, header=None, nrows=1, dtype=str).iloc[0]
+    twice = header[header.duplicated()]
+    if len(twice):
+        raise ValueError(f"column {twice.iloc[0]!r} appears more than once in the header")
 
 
 def read_csv_chunks(directory: Path, stem: str, lines: int):
@@ -154,6 +164,7 @@ def read_csv_chunks(directory: Path, stem: str, lines: int):
     whatever the file's size; errors as :func:`_read_csv`'s (a parse error names its line)."""
     path = csv_path(directory, stem)
     try:
+        _check_header(path)
         with pd.read_csv(path, dtype=IDS, chunksize=lines) as reader:
             yield from reader
     except (ValueError, OSError, EOFError) as exc:
@@ -304,6 +315,17 @@ def check_measurement_columns(directory, columns) -> None:
     raise ValueError(f"{directory}/measurements: needs columns {sorted(MEASUREMENT_COLUMNS)}, has {list(columns)}{hint}")
 
 
+def unnamed_note(count: int) -> list[str]:
+    """The note on measurements with an empty device, input or variant cell (dropped)."""
+    return [f"{count} measurements name no device, input or variant (an empty cell): dropped"] if count else []
+
+
+def unlisted_inputs_note(count: int, example: str | None) -> list[str]:
+    """The note on inputs that measurements time but ``inputs.csv`` does not list."""
+    return ([f"{count} inputs timed in measurements have no row in inputs (such as {example!r}): their "
+             "measurements are left out"] if count else [])
+
+
 def repeated_note(cells: int, most: int) -> list[str]:
     """The note on measurements given more than once for one device, input and variant."""
     return ([f"{cells} device/input/variant triples are timed on more than one row (up to {most}): "
@@ -318,7 +340,8 @@ def load_dataset_dir(directory) -> Measurements:
     meas = _read_csv(directory, "measurements")
     check_measurement_columns(directory, meas.columns)
     meas["time_s"], dropped = run_times(meas["time_s"])
-    meas = meas.dropna(subset=["device", "input", "variant"])   # a row naming nothing is dropped
+    named = meas.dropna(subset=["device", "input", "variant"])   # a row naming nothing is dropped
+    unnamed, meas = len(meas) - len(named), named
     for col in ("device", "input", "variant"):
         meas[col] = meas[col].astype(str)
     times = meas.pivot_table(index=["device", "input"], columns="variant", values="time_s",
@@ -335,6 +358,7 @@ def load_dataset_dir(directory) -> Measurements:
         raise ValueError(f"{csv_path(directory, 'inputs')}: input {repeated.iloc[0]!r} appears more than once "
                          f"({repeated.nunique()} inputs repeated); give each input one row of features")
     inputs = inputs.set_index("input")
+    unlisted = times.index.get_level_values(1).unique().difference(inputs.index)
     values = inputs.apply(pd.to_numeric, errors="coerce").astype(float)
     empty = ~np.isfinite(values.to_numpy())
     kept, notes = input_columns(list(values.columns), len(values), text_examples(inputs), empty.sum(axis=0))
@@ -343,6 +367,7 @@ def load_dataset_dir(directory) -> Measurements:
     empty = empty[:, [values.columns.get_loc(c) for c in kept]]
     bad = empty.any(axis=1)
     notes += dropped_inputs_note(kept, empty.sum(axis=0), int(bad.sum()), len(values))
+    notes += unlisted_inputs_note(len(unlisted), min(unlisted) if len(unlisted) else None) + unnamed_note(unnamed)
     notes += dropped.notes() + repeated_note(int((counts > 1).sum()), int(counts.max()) if len(counts) else 0)
     inputs = values.loc[~bad, kept]
     times = times[times.index.get_level_values(1).isin(inputs.index)]

@@ -136,3 +136,16 @@ def test_every_recording_under_datasets_reads_as_its_device(measurements):
     assert set(data.times.index.get_level_values(0)) == set(recorded) and len(data.devices) == 1
     assert len(data.inputs) >= 48 and data.times.notna().any(axis=1).all()
     assert data.device_feature_names and not data.notes
+
+
+def test_rows_naming_nothing_and_headers_naming_a_column_twice_are_told(tmp_path):
+    """A measurement without a variant is dropped with a note; a header naming a column twice
+    is refused (pandas would read the second as ``cores.1``, a feature of its own)."""
+    write_dataset(tmp_path, {"cores": [1, 2, 3]})
+    with open(tmp_path / "measurements.csv", "a") as f:
+        f.write("d0,i0,,1.0\nd1,,a,2.0\n")
+    assert "2 measurements name no device, input or variant (an empty cell): dropped" in load_dataset_dir(tmp_path).notes
+    table = pd.read_csv(tmp_path / "devices.csv")
+    table.assign(clock=[5, 6, 7]).to_csv(tmp_path / "devices.csv", index=False, header=["device", "cores", "cores"])
+    with pytest.raises(ValueError, match="devices.csv: not a readable CSV file: column 'cores' appears more than once"):
+        load_dataset_dir(tmp_path)

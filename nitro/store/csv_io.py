@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..dataset import (DroppedTimes, check_measurement_columns, csv_path, device_feature_names, dropped_inputs_note,
                        input_columns, load_devices, read_csv_chunks, refuse_to_overwrite, repeated_note, run_times,
-                       text_examples)
+                       text_examples, unlisted_inputs_note, unnamed_note)
 from ..measurement import TrainingRow
 from .redis_store import Store
 
@@ -133,9 +133,9 @@ def import_computation(store: Store, computation: str, directory, variants=None,
     profiles = _read_profiles(directory / "profiles.json", str)
     proxies = _read_profiles(directory.parent / "proxy_profiles.json", int)
     with _scratch() as db:
-        found, dropped = _spool_measurements(db, directory)
+        found, dropped, unnamed = _spool_measurements(db, directory)
         columns, notes = _spool_inputs(db, directory)
-        notes += dropped.notes() + repeated_note(*db.execute(
+        notes += unnamed_note(unnamed) + dropped.notes() + repeated_note(*db.execute(
             "SELECT COUNT(*), COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) AS n FROM meas WHERE time IS NOT NULL "
             "GROUP BY device, input, variant HAVING n > 1)").fetchone())
         devices, device_notes = load_devices(directory)
@@ -145,6 +145,10 @@ def import_computation(store: Store, computation: str, directory, variants=None,
             variants = stored["variants"]     # a device that never timed some variant joins the computation
         if stored and not features and set(stored["features"]) <= set(columns):
             features = stored["features"]
+        untimed = [v for v in variants or () if v not in found and v not in (stored or {}).get("variants", ())]
+        if untimed:     # a variant that failed everywhere joins so; a misspelt one must not join unsaid
+            notes.append(f"variants {untimed} have no valid time in {directory}/measurements (timed: "
+                         f"{', '.join(found) or 'none'}): recorded with no time on every input")
         variants = list(variants) if variants else found
         features = list(features) if features else list(columns)
         missing = set(features) - set(columns)
@@ -311,14 +315,16 @@ def _import_profiles(store: Store, computation: str, directory: Path, measured: 
     return notes
 
 
-def _spool_measurements(db: sqlite3.Connection, directory: Path) -> tuple[list[str], DroppedTimes]:
+def _spool_measurements(db: sqlite3.Connection, directory: Path) -> tuple[list[str], DroppedTimes, int]:
     """``measurements.csv`` into table ``meas`` (device, input, variant, time: NULL where not a
-    finite, positive number); the variants with a time, sorted, and the times dropped, by why."""
+    finite, positive number); the variants with a time, sorted, the times dropped, by why, and
+    how many rows named no device, input or variant (dropped)."""
     db.execute("CREATE TABLE meas (device TEXT, input TEXT, variant TEXT, time REAL)")
-    found, dropped = set(), DroppedTimes()
+    found, dropped, unnamed = set(), DroppedTimes(), 0
     for chunk in read_csv_chunks(directory, "measurements", CHUNK):
         check_measurement_columns(directory, chunk.columns)
-        chunk = chunk.dropna(subset=["device", "input", "variant"])   # a row naming nothing is dropped
+        named = chunk.dropna(subset=["device", "input", "variant"])   # a row naming nothing is dropped
+        unnamed, chunk = unnamed + len(chunk) - len(named), named
         time, bad = run_times(chunk["time_s"])                          # NaN: stored as NULL
         dropped += bad
         found.update(chunk["variant"][time.notna()].unique().tolist())
@@ -326,7 +332,7 @@ def _spool_measurements(db: sqlite3.Connection, directory: Path) -> tuple[list[s
             db.executemany("INSERT INTO meas VALUES (?, ?, ?, ?)",
                            zip(*(chunk[c].tolist() for c in ("device", "input", "variant")), time.tolist()))
     db.execute("CREATE INDEX meas_by_device ON meas (device, input)")
-    return sorted(found), dropped
+    return sorted(found), dropped, unnamed
 
 
 def _spool_inputs(db: sqlite3.Connection, directory: Path) -> tuple[dict[str, str], list[str]]:
@@ -356,6 +362,9 @@ def _spool_inputs(db: sqlite3.Connection, directory: Path) -> tuple[dict[str, st
             raise ValueError(f"{path}: input {_repeated(db, chunk['input'])!r} appears more than once") from None
     if names is None:
         raise ValueError(f"{path}: no input")
+    db.execute("CREATE INDEX meas_by_input ON meas (input)")
+    unlisted, example = db.execute("SELECT COUNT(DISTINCT input), MIN(input) FROM meas WHERE input NOT IN "
+                                   "(SELECT input FROM inputs)").fetchone()
     kept, notes = input_columns(names, n, text, empty)
     cols = {name: f"f{names.index(name)}" for name in kept}
     if kept:
@@ -364,7 +373,7 @@ def _spool_inputs(db: sqlite3.Connection, directory: Path) -> tuple[dict[str, st
                                        f"TOTAL({incomplete}) FROM inputs").fetchone()
         notes += dropped_inputs_note(kept, missing, int(dropped), n)
         db.execute(f"DELETE FROM inputs WHERE {incomplete}")
-    return cols, notes
+    return cols, notes + unlisted_inputs_note(unlisted, example)
 
 
 def _repeated(db: sqlite3.Connection, ids: pd.Series) -> str:

@@ -17,7 +17,9 @@ def test_export_import_round_trip(store, tmp_path):
         export_computation(store, "hist", tmp_path / "ds")
     data = load_dataset_dir(tmp_path / "ds")
     assert list(data.inputs.columns) == ["N", "S"] and data.devices.loc["dev1", "cores"] == 2.0
-    import_computation(store, "hist-copy", tmp_path / "ds", variants=["a", "b"])
+    notes = import_computation(store, "hist-copy", tmp_path / "ds", variants=["a", "b"])["notes"]
+    assert notes == [f"variants ['b'] have no valid time in {tmp_path / 'ds'}/measurements (timed: a): recorded "
+                     "with no time on every input"]
     rows = store.rows("hist-copy", "dev1")
     assert len(rows) == 5 and rows[0].times["b"] is None and rows[0].best == "a"
 
@@ -153,6 +155,8 @@ def test_streamed_import_reads_what_load_dataset_dir_reads(store, tmp_path, monk
                          "input column 'group' holds text ('g'): not an input feature",
                          "input column 'sparse' is empty or not finite on 9 of 12 inputs: left out",
                          "1 of 12 inputs left out: an empty or non-finite input feature (N: 1)",
+                         "1 inputs timed in measurements have no row in inputs (such as 'ghost'): their measurements "
+                         "are left out",
                          "2 measurements have a time_s of zero or less: read as failed runs",
                          "1 measurements have a time_s that is no finite number (1 text such as 'fast'): dropped",
                          "1 device/input/variant triples are timed on more than one row (up to 3): each keeps the "
