@@ -9,6 +9,7 @@ from . import devices as devices_mod
 from .bundle import Bundle, Transfer
 from .dataset import Measurements
 from .devices import datasheet
+from .learn import SELECTORS
 from .learn.kron import device_kernel, source_distances, standardised_devices, varying
 from .store import Store
 from .transfer.coverage import choose_variants
@@ -93,6 +94,8 @@ def build_bundle(store: Store, name: str, devices=None, learner="svm", default: 
     """A bundle of computation ``name`` for ``devices`` (default: every device with rows), its
     ``default`` variant (the first one unless given), with a transfer block per device kind shared by at least ``MIN_KIND`` of them and
     one over all of them (``"*"``) for other kinds and devices of unknown kind."""
+    if learner not in SELECTORS:
+        raise ValueError(f"unknown learner {learner!r}; known: {', '.join(SELECTORS)}")
     meta = store.meta(name)
     devices = list(devices) if devices else store.devices(name)
     if not devices:

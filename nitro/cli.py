@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -251,6 +252,41 @@ def cmd_evaluate(args):
     _emit(args, result, format_evaluation(result))
 
 
+def _at_least(low: int):
+    """An argparse type: a whole number of at least ``low``."""
+    def whole(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"a whole number, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"at least {low}, got {value}")
+        return value
+    return whole
+
+
+def _fraction(text: str) -> float:
+    """An argparse type: a number strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"a fraction in (0, 1), got {text!r}")
+    return value
+
+
+def _share(text: str) -> float:
+    """An argparse type: a finite number of at least 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 <= value < math.inf:
+        raise argparse.ArgumentTypeError(f"a finite number of at least 0, got {text!r}")
+    return value
+
+
 def _target_budget(text: str) -> int | float:
     """``--target-budget``: a count of inputs (a whole number from 1) or a fraction in (0, 1)."""
     try:
@@ -269,11 +305,23 @@ def _may_fall_below(chance: float | None) -> str:
     return "; it may fall below it here" + ("" if chance is None else f" (chance about {100 * chance:.0f}%)")
 
 
+def _features_file(path: str) -> dict:
+    """``--target-features``: a JSON object ``{feature: value}``, or an error naming the file."""
+    try:
+        value = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:       # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise ValueError(f"--target-features {path}: not a readable JSON file ({exc})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"--target-features {path}: a JSON object {{feature: value}} is needed, "
+                         f"not a {type(value).__name__}")
+    return value
+
+
 def cmd_tune_from_source(args):
     from .transfer.tune import tune_from_source
+    target_features = _features_file(args.target_features) if args.target_features else None
     store = _store(args)
     meta = store.meta(args.computation)
-    target_features = json.loads(open(args.target_features).read()) if args.target_features else None
     model = tune_from_source(store, args.computation, meta["variants"], meta["features"],
                              sources=_split(args.sources), target=args.target, target_features=target_features,
                              profiling_based_dfs=args.p_dfs, search_based_dfs=args.cv_dfs, k=args.k,
@@ -451,7 +499,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", parents=[common], help="tune the C++ histogram variants here and report quality")
     p.add_argument("--train", type=int, default=48, help="training images (default 48)")
     p.add_argument("--test", type=int, default=48, help="test images (default 48)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=_at_least(0), default=0)
     p.set_defaults(func=cmd_demo)
 
     store = sub.add_parser("store", help="inspect and move recorded data").add_subparsers(dest="store_command", required=True)
@@ -510,12 +558,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="'device' (default: leave one device out) or a metadata column of devices.csv "
                         "such as 'arch' (hold out each family: its devices are the targets, the other "
                         "families the sources)")
-    p.add_argument("--test-size", type=float, default=0.5)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--test-size", type=_fraction, default=0.5)
+    p.add_argument("--seed", type=_at_least(0), default=0)
     p.add_argument("--seeds", metavar="SEEDS", help="comma-separated split seeds (two or more): evaluate on each "
                    "random split and report every method's mean ± sd over them and its worst target")
-    p.add_argument("--k", type=int, default=1, help="features kept by the k-most-frequent CV-DFS rule")
-    p.add_argument("--max-subset-size", type=int, default=3)
+    p.add_argument("--k", type=_at_least(1), default=1, help="features kept by the k-most-frequent CV-DFS rule")
+    p.add_argument("--max-subset-size", type=_at_least(1), default=3)
     p.add_argument("--n-jobs", type=int, default=None)
     p.add_argument("--plot", metavar="DIR", help="write PNG figures to DIR")
     p.add_argument("--time-weight", type=float, default=0.0, metavar="POWER", help=TIME_WEIGHT_HELP)
@@ -553,8 +601,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="search-based device-feature selection (default: on with 3 or more sources)")
     p.add_argument("--p-dfs", action="store_true", help="profile-based device-feature selection")
     p.add_argument("--selection", choices=["ensemble", "frequency"], default="ensemble")
-    p.add_argument("--k", type=int, default=1)
-    p.add_argument("--max-subset-size", type=int, default=3)
+    p.add_argument("--k", type=_at_least(1), default=1)
+    p.add_argument("--max-subset-size", type=_at_least(1), default=3)
     p.add_argument("--n-jobs", type=int, default=None)
     p.add_argument("--target-budget", type=_target_budget, metavar="N", help="few-shot: the model also learns "
                    "from N of the target's training inputs (boosted trees from 6 of them, below that a correction of "
@@ -574,7 +622,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device-id", help="id to record under (default: the GPU of a GPU family (histogram_cuda, spmv_cuda), else this machine's CPU id)")
     p.add_argument("--train", type=int, default=48, help="training inputs per family (default 48)")
     p.add_argument("--test", type=int, default=48, help="test inputs per family (default 48)")
-    p.add_argument("--seed", type=int, default=0, help="the inputs' seed: the same ids on every machine (default 0)")
+    p.add_argument("--seed", type=_at_least(0), default=0, help="the inputs' seed: the same ids on every machine (default 0)")
     p.add_argument("--max-foreign", type=float, default=0.05,
                    help="share of the machine other work may take while an input is timed before it is timed again")
     p.add_argument("--wait-share", type=float, default=0.10,
@@ -590,7 +638,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("computation")
     p.add_argument("--devices", help="comma-separated devices whose rows to explain (default: all recorded; "
                    "with several, their device features join the input features)")
-    p.add_argument("--min-gain", type=float, default=0.01,
+    p.add_argument("--min-gain", type=_share, default=0.01,
                    help="stop splitting when a split removes less than this share of the total SSE")
     p.add_argument("--plot", metavar="PNG", help="draw the tree into this PNG file")
     p.set_defaults(func=cmd_explain)
@@ -617,7 +665,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--inputs", type=int, default=10000)
     p.add_argument("--devices", type=int, default=4)
     p.add_argument("--features", type=int, default=12)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=_at_least(0), default=0)
     p.set_defaults(func=cmd_synthetic)
 
     bench = sub.add_parser("bench", help="measure nitro's own speed").add_subparsers(dest="bench_command", required=True)
@@ -626,14 +674,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=15)
     p.set_defaults(func=cmd_bench_startup)
     p = bench.add_parser("dispatch", parents=[common], help="dispatch overhead against scikit-learn predict")
-    p.add_argument("--calls", type=int, default=20000)
+    p.add_argument("--calls", type=_at_least(1), default=20000)
     p.set_defaults(func=cmd_bench_dispatch)
     p = bench.add_parser("training", parents=[common],
                          help="exhaustive training against early stopping + active learning")
     p.add_argument("--family", default="histogram", help="benchmark family (default histogram)")
     p.add_argument("--train", type=int, default=48)
     p.add_argument("--test", type=int, default=48)
-    p.add_argument("--seed", type=int, default=0, help="first train/test draw")
+    p.add_argument("--seed", type=_at_least(0), default=0, help="first train/test draw")
     p.add_argument("--repeats", type=int, default=3, help="independent train/test draws (default 3)")
     p.add_argument("--budget", type=float, default=0.75, help="fraction of training inputs to measure (default 0.75)")
     stop = EarlyStopping()
@@ -645,7 +693,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="histogram tuned without and with a busy loop on the other core(s): quality, label agreement")
     p.add_argument("--train", type=int, default=48, help="training images per draw (default 48)")
     p.add_argument("--test", type=int, default=48, help="test images per draw (default 48)")
-    p.add_argument("--seed", type=int, default=0, help="first draw's seed (default 0)")
+    p.add_argument("--seed", type=_at_least(0), default=0, help="first draw's seed (default 0)")
     p.add_argument("--repeats", type=int, default=3, help="independent draws (default 3)")
     p.add_argument("--cores", help="comma-separated cores to load (default: every core but the first)")
     p.set_defaults(func=cmd_bench_noise)
@@ -654,14 +702,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--families", help="comma-separated families (default: all)")
     p.add_argument("--train", type=int, default=None, help="training inputs per family (default: the family's, 48; 96 for the solver)")
     p.add_argument("--test", type=int, default=48, help="test inputs per family (default 48)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=_at_least(0), default=0)
     p.set_defaults(func=cmd_bench_variants)
     p = bench.add_parser("refine", parents=[common],
                          help="refining mode here: a histogram stream from a transferred model, against tune()")
     p.add_argument("--stream", type=int, default=400, help="stream images (default 400)")
     p.add_argument("--train", type=int, default=48, help="training images of the tune() comparison (default 48)")
     p.add_argument("--test", type=int, default=48, help="test images (default 48)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=_at_least(0), default=0)
     p.add_argument("--budget", type=float, default=0.02, help="largest share of calls that explore (default 0.02)")
     p.add_argument("--time-budget", type=float, default=0.01,
                    help="largest share of the served calls' time that exploring may add (0: no bound; default 0.01)")
@@ -692,16 +740,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = bench.add_parser("cvdfs", parents=[common], help="CV-DFS time against from-scratch fits")
     p.add_argument("dataset", help="measurement directory (layout of spmv_ginkgo)")
     p.add_argument("--target", help="target device (default: the first one)")
-    p.add_argument("--max-subset-size", type=int, default=3)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--reference-fits", type=int, default=2, help="from-scratch fits to time")
+    p.add_argument("--max-subset-size", type=_at_least(1), default=3)
+    p.add_argument("--seed", type=_at_least(0), default=0)
+    p.add_argument("--reference-fits", type=_at_least(1), default=2, help="from-scratch fits to time")
     p.add_argument("--n-jobs", type=int, default=None)
     p.set_defaults(func=cmd_bench_cvdfs)
     p = bench.add_parser("store", parents=[common], help="rows/s written and read by the embedded store, "
                          "a redis-server and a Redis Cluster, started here")
-    p.add_argument("--rows", type=int, default=1_000_000, help="rows written by the writers together and read back")
-    p.add_argument("--writers", type=int, default=8, help="writer processes (default 8)")
-    p.add_argument("--batch", type=int, default=1000, help="rows per put_rows call (default 1000)")
+    p.add_argument("--rows", type=_at_least(1), default=1_000_000, help="rows written by the writers together and read back")
+    p.add_argument("--writers", type=_at_least(1), default=8, help="writer processes (default 8)")
+    p.add_argument("--batch", type=_at_least(1), default=1000, help="rows per put_rows call (default 1000)")
     p.add_argument("--targets", default="embedded,server,cluster", help="comma-separated: embedded, server, cluster")
     p.set_defaults(func=cmd_bench_store)
     return parser

@@ -135,6 +135,12 @@ def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, 
     features (no row in ``devices.csv``) is left out; so is a cross-kind device that never
     timed one of the kept variants (its choices could not be scored)."""
     notes = list(m.notes)
+    if not m.device_ids:
+        raise ValueError("no device has a measurement with a valid time (a finite, positive time_s)"
+                         + (f": {'; '.join(m.notes)}" if m.notes else ""))
+    unknown = [d for d in devices or () if d not in m.device_ids]
+    if unknown:
+        raise ValueError(f"devices {unknown} have no measurements; measured: {', '.join(m.device_ids)}")
     devices = list(devices) if devices else m.device_ids
     if not m.device_feature_names:
         raise ValueError("devices.csv has no numeric device-feature column (only "
@@ -148,8 +154,12 @@ def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, 
     main, others = _groups(m, devices)
     if len(main) < 4:
         apart = f" (devices.csv's 'kind' sets apart {', '.join(others)}; --devices names the ones to use)" if others else ""
+        unmeasured = [d for d in m.devices.index if d not in m.device_ids]
+        why = "".join(f"; left out {', '.join(ds)}: {reason}" for ds, reason in (
+            (featureless, "measured, but no device features in devices.csv"),
+            (unmeasured, "in devices.csv, but no measurement with a valid time")) if ds)
         raise ValueError(f"a cross-device evaluation needs at least 4 devices of one kind (a target and "
-                         f"{MIN_SOURCES} or more sources), got {main}{apart}")
+                         f"{MIN_SOURCES} or more sources), got {main}{apart}{why}")
     untimed = untimed_variants(m, main)
     variants = list(variants) if variants else [v for v in m.variants if v not in untimed]
     notes += [f"left out variant {v}: never timed on {', '.join(untimed[v])}" for v in m.variants

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import devices as devices_mod
-from .learn.tree import TreeSelector, plot_partition
+from .learn.tree import TreeSelector, plot_partition, png_path
 from .store import Store
 
 
@@ -13,6 +13,7 @@ def explain_computation(store: Store, name: str, devices=None, min_gain: float =
     """Fit a :class:`~nitro.learn.TreeSelector` on the rows of ``name`` recorded on ``devices``
     (default: all); with several devices, the numeric device features known on all of them
     are appended to each row's input features."""
+    plot = png_path(plot) if plot else None        # refused before the fit, named as written
     meta = store.meta(name)
     recorded = store.devices(name)
     devices = list(devices) if devices else recorded

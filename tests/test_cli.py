@@ -121,3 +121,39 @@ def test_bench_variants_json_scores_every_test_input(capsys):
     assert np.isclose(r["speedup_over_baseline"]["share_at_least_as_fast"], share)
     assert main(["bench", "variants", "--families", "sort", "--train", "1"]) == 2
     assert "at least 2 training" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["evaluate", "DIR", "--test-size", "1"], "argument --test-size: a fraction in (0, 1), got '1'"),
+    (["evaluate", "DIR", "--k", "0"], "argument --k: at least 1, got 0"),
+    (["tune-from-source", "x", "--target", "t", "--max-subset-size", "0"], "argument --max-subset-size: at least 1, got 0"),
+    (["bench", "cvdfs", "DIR", "--reference-fits", "0"], "argument --reference-fits: at least 1, got 0"),
+    (["bench", "dispatch", "--calls", "-5"], "argument --calls: at least 1, got -5"),
+    (["synthetic", "DIR", "--seed", "-1"], "argument --seed: at least 0, got -1"),
+    (["explain", "x", "--min-gain", "nan"], "argument --min-gain: a finite number of at least 0, got 'nan'")])
+def test_out_of_range_options_are_refused_by_name(capsys, tmp_path, argv, message):
+    """Refused by the parser, naming the option: a zero budget of fits, a split with no test
+    input or a negative seed used to end in a ZeroDivisionError or a library's message."""
+    with pytest.raises(SystemExit) as e:
+        main([a.replace("DIR", str(tmp_path)) for a in argv])
+    assert e.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_bad_values_that_reach_a_command_are_named_before_any_work(capsys, tmp_path):
+    from nitro.synthetic import generate
+    syn = generate(tmp_path / "syn", n_inputs=20, n_devices=4)["directory"]
+    for argv, message in (
+            (["evaluate", syn, "--devices", "nosuch"], "devices ['nosuch'] have no measurements; measured: synthetic_alpha_0"),
+            (["bench", "scale", "--sizes", "50", "--steps", "nosuch"], "unknown steps ['nosuch']; known: tune_fit"),
+            (["tune-from-source", "x", "--target", "t", "--target-features", str(tmp_path / "syn" / "README.md")],
+             "--target-features " + str(tmp_path / "syn" / "README.md") + ": not a readable JSON file"),
+            (["bundle", "build", "x", "-o", str(tmp_path / "b.json"), "--learner", "nosuch"],
+             "unknown learner 'nosuch'; known: svm"),
+            (["explain", "x", "--plot", str(tmp_path)], f"{tmp_path} is a directory: give the PNG file's name")):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith("nitro: error:") and message in err and "\n" not in err.strip(), err
+    (tmp_path / "syn" / "measurements.csv.gz").unlink()
+    (tmp_path / "syn" / "measurements.csv").write_text("device,input,variant,time_s\n")
+    assert main(["evaluate", syn]) == 2
+    assert "no device has a measurement with a valid time" in capsys.readouterr().err

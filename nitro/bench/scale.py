@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 SIZES = (1000, 3000, 10000, 20000, 30000, 50000, 100000)
+STEPS = ("tune_fit", "tune_from_source", "evaluate")
 GOALS = {"tune_from_source_100k_s": 120.0, "tune_from_source_100k_gb": 4.0, "tune_fit_20k_s": 60.0,
          "tune_fit_100k_s": 300.0, "evaluate_50k_s": 600.0, "exponent": 1.2, "model_mb": 5.0, "dispatch_us": 5.0}
 
@@ -81,7 +82,7 @@ def run_step(step: str, directory: str) -> dict:
         r = evaluate(m)
         out.update(seconds=time.perf_counter() - start, mean_percent=r["mean"], n_train=r["n_train"])
     else:
-        raise ValueError(f"unknown step {step!r}; known: tune_fit, tune_from_source, evaluate")
+        raise ValueError(f"unknown step {step!r}; known: {', '.join(STEPS)}")
     out["peak_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
     return out
 
@@ -109,7 +110,10 @@ def bench_scale(sizes=SIZES, devices: int = 4, evaluate_max: int = 50000, steps=
     """Run every step on a synthetic table of each size (see the module docstring)."""
     from ..progress import progress_bar
     from ..synthetic import generate
-    steps = list(steps or ("tune_fit", "tune_from_source", "evaluate"))
+    steps = list(steps or STEPS)
+    unknown = [s for s in steps if s not in STEPS]
+    if unknown:
+        raise ValueError(f"unknown steps {unknown}; known: {', '.join(STEPS)}")
     sizes = sorted(int(n) for n in sizes)
     results: dict = {s: {} for s in steps}
     if workdir is not None:

@@ -13,6 +13,7 @@ answer "fastest under P watts".
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -254,3 +255,12 @@ def plot_partition(selector: TreeSelector, feature_names, variant_names, path, t
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return str(path)
+
+
+def png_path(path) -> Path:
+    """``path`` as the PNG file a figure is written to (``.png`` added where it has no suffix,
+    as matplotlib adds it); a directory is refused, as the figure would go beside it."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path} is a directory: give the PNG file's name")
+    return path if path.suffix else path.with_suffix(".png")
