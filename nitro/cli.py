@@ -265,26 +265,21 @@ def _at_least(low: int):
     return whole
 
 
-def _fraction(text: str) -> float:
-    """An argparse type: a number strictly between 0 and 1."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"a fraction in (0, 1), got {text!r}")
-    return value
+def _real(accepts, wanted: str):
+    """An argparse type: a number that ``accepts`` (NaN when the text is none), else ``wanted`` in the message."""
+    def number(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not accepts(value):
+            raise argparse.ArgumentTypeError(f"{wanted}, got {text!r}")
+        return value
+    return number
 
 
-def _share(text: str) -> float:
-    """An argparse type: a finite number of at least 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0.0 <= value < math.inf:
-        raise argparse.ArgumentTypeError(f"a finite number of at least 0, got {text!r}")
-    return value
+_fraction = _real(lambda v: 0.0 < v < 1.0, "a fraction in (0, 1)")
+_share = _real(lambda v: 0.0 <= v < math.inf, "a finite number of at least 0")
 
 
 def _target_budget(text: str) -> int | float:
