@@ -332,11 +332,20 @@ def repeated_note(cells: int, most: int) -> list[str]:
              "each keeps the median of its times"] if cells else [])
 
 
+def dataset_dir(directory) -> Path:
+    """``directory`` as a path, or an error saying what is there instead of a dataset directory."""
+    directory = Path(directory)
+    if directory.is_dir():
+        return directory
+    if directory.exists():
+        raise NotADirectoryError(f"{directory} is a file: a dataset is a directory of devices, inputs and "
+                                 "measurements CSV files")
+    raise FileNotFoundError(f"dataset directory {directory} does not exist")
+
+
 def load_dataset_dir(directory) -> Measurements:
     """Read a measurement directory (``devices``, ``inputs``, ``measurements`` CSV files)."""
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise FileNotFoundError(f"dataset directory {directory} does not exist")
+    directory = dataset_dir(directory)
     meas = _read_csv(directory, "measurements")
     check_measurement_columns(directory, meas.columns)
     meas["time_s"], dropped = run_times(meas["time_s"])

@@ -25,6 +25,9 @@ def test_errors_are_one_line_and_name_the_problem(capsys, tmp_path):
     assert "does not answer" in capsys.readouterr().err
     assert main(["evaluate", str(tmp_path / "missing")]) == 2
     assert "does not exist" in capsys.readouterr().err
+    (tmp_path / "afile").write_text("")
+    assert main(["store", "import", str(tmp_path / "afile"), "x"]) == 2
+    assert f"{tmp_path / 'afile'} is a file: a dataset is a directory of devices" in capsys.readouterr().err
     assert main(["evaluate", str(tmp_path), "--stream", "100", "--budget", "0.5"]) == 2
     assert "--stream, --budget are options of the refining replay: add --online" in capsys.readouterr().err
 

@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..dataset import (DroppedTimes, check_measurement_columns, csv_path, device_feature_names, dropped_inputs_note,
-                       input_columns, load_devices, read_csv_chunks, refuse_to_overwrite, repeated_note, run_times,
-                       text_examples, unlisted_inputs_note, unnamed_note)
+from ..dataset import (DroppedTimes, check_measurement_columns, csv_path, dataset_dir, device_feature_names,
+                       dropped_inputs_note, input_columns, load_devices, read_csv_chunks, refuse_to_overwrite,
+                       repeated_note, run_times, text_examples, unlisted_inputs_note, unnamed_note)
 from ..measurement import TrainingRow
 from .redis_store import Store
 
@@ -127,9 +127,7 @@ def import_computation(store: Store, computation: str, directory, variants=None,
     Device records are shared by all computations: a value that differs from the stored one is
     an error, before anything is written, unless ``update_devices`` (then it is overwritten and
     noted); features and metadata the store lacks are added."""
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise FileNotFoundError(f"dataset directory {directory} does not exist")
+    directory = dataset_dir(directory)
     profiles = _read_profiles(directory / "profiles.json", str)
     proxies = _read_profiles(directory.parent / "proxy_profiles.json", int)
     with _scratch() as db:
