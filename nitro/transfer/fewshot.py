@@ -36,7 +36,8 @@ def pick_inputs(X: np.ndarray, n: int, seed: int = 0) -> np.ndarray:
     n = min(n, len(X))
     if len(X) > KMEANS_EXACT_MAX:  # Lloyd's iterations cost n·k each: k-means++ seeding alone
         return np.unique(kmeans_plusplus(X, n, random_state=seed)[1])   # picks inputs, spread by D²
-    km = KMeans(n_clusters=n, n_init=4, random_state=seed).fit(X)
+    km = KMeans(n_clusters=min(n, len(np.unique(X, axis=0))), n_init=4, random_state=seed).fit(X)  # k-means
+    # finds no more clusters than distinct inputs (it would warn and leave some empty)
     d = ((X - km.cluster_centers_[km.labels_]) ** 2).sum(axis=1)
     order = np.lexsort((d, km.labels_))                  # by cluster, nearest to its centre first
     first = np.r_[True, km.labels_[order][1:] != km.labels_[order][:-1]]

@@ -415,7 +415,11 @@ def _few_shot(store, name, prep, t, budget, measure_target, zero_shot, zero_shot
             raise ValueError(f"{name}: a target budget needs the target's timings: {target} has none of the "
                              f"{len(prep.train)} training inputs recorded; use Autotuner.tune_from_source, which "
                              "measures them")
-    rows = pool[pick_inputs(prep.grid.X[pool], budget_count(budget, len(prep.train)))]
+    wanted = budget if isinstance(budget, int) else budget_count(budget, len(prep.train))
+    if wanted > len(pool):
+        warnings.warn(f"{name}: a target budget of {wanted} inputs, but {len(pool)} training inputs can be timed on "
+                      f"{target}: all of them are", stacklevel=3)
+    rows = pool[pick_inputs(prep.grid.X[pool], min(wanted, len(pool)))]
     picks = prep.train[rows]
     ids = [data.inputs[i] for i in picks]
     todo = [i for i in ids if i not in recorded]

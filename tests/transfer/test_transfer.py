@@ -1,4 +1,6 @@
 """Cross-device learning on data generated with a known answer."""
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -435,6 +437,13 @@ def test_a_target_budget_without_a_way_to_measure_picks_among_the_targets_record
     assert len(few.provenance["few_shot"]["inputs"]) == 3        # too few for trees: the correction
     assert few.kind == "kernel" and few.provenance["few_shot"]["learner"] == "correction"
     assert few.provenance["refined"]["target_rows"] == 3 and few.provenance["few_shot"]["estimate"]["folds"] == 3
+    with pytest.warns(UserWarning, match=r"a target budget of 1000 inputs, but (\d+) training inputs can be timed on "
+                                         r"devP: all of them are") as said:
+        every = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=sources, target="devP",
+                                 target_budget=1000, save=False, progress=False)
+    pool = int(re.search(r"but (\d+) training", str(said[0].message)).group(1))
+    every = every.provenance["few_shot"]["inputs"]
+    assert 8 < pool <= len(kept) and set(every) <= set(kept) and len(every) == pool
     with pytest.raises(ValueError, match="devX has none of the 160 training inputs recorded.*Autotuner.tune_from_source"):
         tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=sources, target="devX", target_budget=8,
                          target_features=features, save=False, progress=False)
