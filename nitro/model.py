@@ -94,6 +94,9 @@ class SelectorModel:
         """Load and validate a model read from the store."""
         if not isinstance(data, dict):
             raise ValueError("a model must be a JSON object")
+        if data.get("format") == "nitro-bundle":     # nitro.bundle.FORMAT (bundle imports this module)
+            raise ValueError("a bundle of models, not one model: load it with nitro.bundle.Bundle.load "
+                             "(on the command line: --bundle)")
         if data.get("format") != FORMAT:
             raise ValueError(f"unsupported model format {data.get('format')!r} (this nitro reads {FORMAT})")
         kind = data.get("kind")

@@ -147,6 +147,7 @@ def test_bad_values_that_reach_a_command_are_named_before_any_work(capsys, tmp_p
     syn = generate(tmp_path / "syn", n_inputs=20, n_devices=4)["directory"]
     for argv, message in (
             (["evaluate", syn, "--devices", "nosuch"], "devices ['nosuch'] have no measurements; measured: synthetic_alpha_0"),
+            (["evaluate", syn, "--variants", "nosuch,tiled"], "unknown variants ['nosuch']; measured: atomic, cache_blocked"),
             (["bench", "scale", "--sizes", "50", "--steps", "nosuch"], "unknown steps ['nosuch']; known: tune_fit"),
             (["tune-from-source", "x", "--target", "t", "--target-features", str(tmp_path / "syn" / "README.md")],
              "--target-features " + str(tmp_path / "syn" / "README.md") + ": not a readable JSON file"),

@@ -30,6 +30,7 @@ def test_device_features_are_appended_constants():
 
 @pytest.mark.parametrize("mutate, message", [
     (lambda d: d.update(format=99), "unsupported model format"),
+    (lambda d: d.update(format="nitro-bundle"), "a bundle of models, not one model: .*Bundle.load"),
     (lambda d: d.update(kind="pickle"), "unknown model kind"),
     (lambda d: d["params"].update(intercept=[1.0] * 7), "inconsistent shapes"),
     (lambda d: d["params"]["mean"].__setitem__(0, float("inf")), "not all finite"),

@@ -106,9 +106,11 @@ def choose_variants(m: Measurements, sources, variants=None, min_inputs: int = M
     else:
         choice = VariantChoice([v for v in m.variants if v not in untimed],
                                {v: f"not timed on {', '.join(d)}" for v, d in untimed.items()})
+    if len(m.variants) < 2:
+        raise ValueError(f"the data has one variant ({', '.join(m.variants)}): nothing to choose between")
     if len(choice.variants) < 2:
         raise ValueError(f"fewer than two variants are timed on every source {sources}: {choice.variants}"
-                         + _left_out_text(choice.left_out) + "; choose other sources (--sources)")
+                         + _left_out_text(choice.left_out) + "; choose other sources")
     choice.n_inputs = usable_inputs(m, sources, choice.variants)
     if variants is None:
         _drop_until_enough_inputs(m, sources, choice, min_inputs)

@@ -45,6 +45,10 @@ def test_given_variants_must_exist_and_be_timed_on_every_source():
         choose_variants(m, m.device_ids, ["a", "c"])
     with pytest.raises(ValueError, match=r"unknown variants \['z'\]"):
         choose_variants(m, m.device_ids, ["a", "z"])
+    one = measurements()
+    one.times = one.times[["a"]]
+    with pytest.raises(ValueError, match=r"the data has one variant \(a\): nothing to choose between"):
+        choose_variants(one, one.device_ids)
 
 
 def test_a_variant_timed_on_too_few_inputs_is_left_out():
