@@ -63,6 +63,18 @@ def cmd_store_import(args):
                                     *(f"note: {n}" for n in result["notes"])]))
 
 
+def cmd_store_rm(args):
+    store = _store(args)
+    meta = store.meta(args.computation)          # an unknown computation: an error naming the known ones
+    rows = {d: len(store.recorded_inputs(args.computation, d)) for d in store.devices(args.computation)}
+    what = f"{sum(rows.values())} rows on {len(rows)} devices"
+    if not args.yes:
+        raise ValueError(f"{args.computation!r} holds {what} (variants {', '.join(meta['variants'])}): "
+                         "export it first if it may be needed again (nitro store export), then add --yes to remove it")
+    store.drop_computation(args.computation)
+    _emit(args, {"removed": args.computation, "rows": rows}, f"removed {args.computation!r}: {what}, and its models")
+
+
 def cmd_bundle_build(args):
     from .bundle_build import build_bundle
     bundle = build_bundle(_store(args), args.computation, _split(args.devices), learner=args.learner,
@@ -513,6 +525,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="overwrite stored device features/metadata that devices.csv gives other values "
                         "(shared by every computation; without it such a difference is an error)")
     p.set_defaults(func=cmd_store_import)
+    p = store.add_parser("rm", parents=[common], help="remove a computation: its rows, models and profiles "
+                         "(device records stay, shared by every computation)")
+    p.add_argument("computation")
+    p.add_argument("--yes", action="store_true", help="remove it (without: say what it holds, remove nothing)")
+    p.set_defaults(func=cmd_store_rm)
 
     bundle = sub.add_parser("bundle", help="ship models in one file").add_subparsers(dest="bundle_command", required=True)
     p = bundle.add_parser("build", parents=[common], help="write a computation's models and unknown-device fallbacks to a file")

@@ -32,6 +32,23 @@ def test_errors_are_one_line_and_name_the_problem(capsys, tmp_path):
     assert "--stream, --budget are options of the refining replay: add --online" in capsys.readouterr().err
 
 
+def test_store_rm_says_what_it_would_remove_and_removes_only_with_yes(capsys, tmp_path):
+    from nitro.synthetic import generate
+    syn = generate(tmp_path / "syn", n_inputs=20, n_devices=4)["directory"]
+    assert main(["store", "import", syn, "gone"]) == 0 and main(["store", "import", syn, "kept"]) == 0
+    capsys.readouterr()
+    assert main(["store", "rm", "gone"]) == 2
+    assert "'gone' holds 80 rows on 4 devices" in capsys.readouterr().err
+    assert main(["store", "rm", "gone", "--yes", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"] == {f"synthetic_{f}_{i}": 20 for f, i in
+                                                           (("alpha", 0), ("alpha", 1), ("beta", 2), ("beta", 3))}
+    assert main(["store", "ls", "--json"]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    assert "gone" not in listing and listing["kept"]["devices"]["synthetic_alpha_0"] == 20
+    assert main(["store", "rm", "gone", "--yes"]) == 2 and "unknown computation 'gone'" in capsys.readouterr().err
+    assert main(["store", "rm", "kept", "--yes"]) == 0
+
+
 def test_store_import_ls_export(capsys, tmp_path, spmv_dataset):
     assert main(["store", "import", str(spmv_dataset), "spmv", "--variants", "csr,coo,ell,sellp"]) == 0
     capsys.readouterr()

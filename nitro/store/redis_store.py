@@ -115,7 +115,7 @@ class Store:
             raise StoreError(
                 f"computation {computation!r} is stored with variants {meta['variants']} and "
                 f"features {meta['features']}, not {variants} and {features}: use another name "
-                "or remove the stored computation first")
+                f"or remove the stored computation first (nitro store rm {computation} --yes)")
         if not meta:
             self._call(self.client.hset, keys.meta(computation),
                        mapping={"variants": _dumps(variants), "features": _dumps(features)})
