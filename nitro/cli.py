@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -773,6 +774,9 @@ def main(argv=None) -> int:
         from .parallel import parallel_backend
         with parallel_backend(getattr(args, "backend", None), address=getattr(args, "backend_address", None)):
             args.func(args)
+    except BrokenPipeError:         # the reader left (``| head``): not an error of ours; stdout goes
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # nowhere, so exit's flush is quiet
+        return 0
     except (StoreError, ValueError, TypeError, LookupError, OSError) as exc:
         print(f"nitro: error: {exc}", file=sys.stderr)
         return 2

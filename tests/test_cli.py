@@ -178,3 +178,20 @@ def test_bad_values_that_reach_a_command_are_named_before_any_work(capsys, tmp_p
     (tmp_path / "syn" / "measurements.csv").write_text("device,input,variant,time_s\n")
     assert main(["evaluate", syn]) == 2
     assert "no device has a measurement with a valid time" in capsys.readouterr().err
+
+
+def test_a_reader_that_left_early_is_no_error(tmp_path):
+    """``nitro ... | head``: the pipe closes before nitro writes; that ends it quietly, with no
+    'Broken pipe' error of its own."""
+    import os
+    import subprocess
+    import sys
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        out = subprocess.run([sys.executable, "-m", "nitro.cli", "synthetic", str(tmp_path / "s"), "--inputs", "20",
+                              "--devices", "1"], stdout=write, stderr=subprocess.PIPE, timeout=120)
+    finally:
+        os.close(write)
+    assert out.returncode == 0 and b"Broken pipe" not in out.stderr and b"Traceback" not in out.stderr, out.stderr
+    assert (tmp_path / "s" / "devices.csv").exists()
