@@ -354,8 +354,10 @@ def cmd_tune_from_source(args):
     c = p.get("confidence")
     if "few_shot" in p:
         z = p["zero_shot_confidence"]
-        lines.append(f"few-shot model: {len(p['few_shot']['inputs'])} inputs timed on {p['target']} corrected the "
-                     f"zero-shot model, whose expected quality was {100 * z['predicted_quality']:.1f}% ({z['level']})")
+        how = ("were learnt with the sources' rows by boosted trees, in place of the zero-shot model"
+               if p["few_shot"].get("learner") == "trees" else "corrected the zero-shot model")
+        lines.append(f"few-shot model: {len(p['few_shot']['inputs'])} inputs timed on {p['target']} {how}, whose "
+                     f"expected quality was {100 * z['predicted_quality']:.1f}% ({z['level']})")
         e = p["few_shot"].get("estimate")
         if e:
             lines.append(f"measured on those inputs: the zero-shot model {100 * e['zero_shot_on_timed']:.1f}% of the "
