@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from array import array
 
@@ -275,7 +276,7 @@ class Bundle:
         """Write the bundle as JSON (gzipped when ``path`` ends in ``.gz``); returns its Path."""
         import gzip
         from pathlib import Path
-        path = Path(path)
+        path = Path(_file_path(path, "saved to"))
         text = json.dumps(self.to_dict(), allow_nan=False, separators=(",", ":"))
         if path.suffix == ".gz":
             path.write_bytes(gzip.compress(text.encode(), mtime=0))
@@ -286,6 +287,7 @@ class Bundle:
     @classmethod
     def load(cls, path) -> "Bundle":
         """Read and validate a bundle file; errors name the file and the problem."""
+        path = _file_path(path, "loaded from")
         try:
             with open(path, "rb") as f:
                 raw = f.read()
@@ -394,6 +396,14 @@ def _nearest(rows: list[list[float]], target: list[float], cols: list[int]) -> i
     t = [math.log1p(abs(target[i])) for i in cols]
     d2 = [sum(((v - tj) / sp) ** 2 for v, tj, sp in zip(row, t, spread)) for row in logs]
     return d2.index(min(d2))
+
+
+def _file_path(path, verb: str):
+    """``path`` where it names a file (``str`` or ``os.PathLike``); else a TypeError. An ``int``
+    would be taken by ``open`` as a file descriptor, and the caller's file closed after reading."""
+    if isinstance(path, (str, os.PathLike)):
+        return path
+    raise TypeError(f"a bundle is {verb} a file path (str or os.PathLike), got {path!r}")
 
 
 def load_bundle(path) -> Bundle:

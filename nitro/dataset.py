@@ -132,10 +132,16 @@ def csv_path(directory: Path, stem: str) -> Path:
     return found[0]
 
 
+def dataset_files(directory: Path) -> list[Path]:
+    """The ``devices``, ``inputs`` and ``measurements`` CSV files (plain or gzipped) in ``directory``."""
+    return sorted(p for stem in DATASET_STEMS for name in (f"{stem}.csv", f"{stem}.csv.gz")
+                  if (p := directory / name).is_file())
+
+
 def refuse_to_overwrite(directory: Path) -> None:
     """Refuse to write a dataset into ``directory`` where one is already (its measurements would
     be replaced, or mixed with the new files)."""
-    there = sorted(p.name for stem in DATASET_STEMS for p in directory.glob(f"{stem}.csv*"))
+    there = [p.name for p in dataset_files(directory)]
     if there:
         raise ValueError(f"{directory} already holds a dataset ({', '.join(there)}): write to a new directory, "
                          "or remove those files first")

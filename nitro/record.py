@@ -159,7 +159,7 @@ def record_family(store: Store, family: str, directory, device_id: str | None = 
         lines.append({"computation": cv.name, "input": ids[k], "foreign_cpu_share": share, "wall_s": wall,
                       "attempts": tries})
         _write_load(load_path, lines[-1:])
-    exported = export_computation(store, cv.name, directory / family, devices=[device], inputs=ids)
+    exported = export_computation(store, cv.name, directory / family, devices=[device], inputs=ids, replace=True)
     _write_load(load_path, [], keep=(cv.name, set(ids)))
     shares = np.array([line["foreign_cpu_share"] for line in lines])
     wanted = set(ids)

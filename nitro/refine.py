@@ -240,7 +240,7 @@ OPTIONAL_OPTIONS = ("time_budget", "candidates")     # None: no time bound, ever
 def check_options(computation: str, store=None, refit=None, budget: float = BUDGET,
                   time_budget: float | None = TIME_BUDGET, quantile: float = QUANTILE, candidates: int | None = 2,
                   window: int = 256, warmup: int = 16, refit_every: int = REFIT_EVERY, queue_size: int = 1024,
-                  repeats: int = 1, audit: float = AUDIT) -> None:
+                  repeats: int = 1, audit: float = AUDIT, refit_in: str = REFIT_IN, device_id: str | None = None) -> None:
     """Refining options checked before anything runs (:class:`Refiner`, and the replay before it
     reads a data set): a wrong type or value is an error naming it, not a failure counted later
     by the writer or refit thread (``store=42``, ``refit="trees"``, ``repeats=2.5``)."""
@@ -261,6 +261,10 @@ def check_options(computation: str, store=None, refit=None, budget: float = BUDG
                          f"got candidates={candidates}")
     if refit_every < 1 or window < 1 or warmup < 0 or queue_size < 1 or repeats < 1:
         raise ValueError("refit_every, window, queue_size and repeats must be positive, warmup not negative")
+    if refit_in not in ("process", "thread"):
+        raise ValueError(f"refit_in is 'process' or 'thread', got {refit_in!r}")
+    if device_id is not None and not (isinstance(device_id, str) and device_id):
+        raise TypeError(f"{computation}: device_id is the non-empty name rows are recorded under, got {device_id!r}")
 
 
 def _check_types(computation: str, store, refit, **options) -> None:
@@ -334,9 +338,8 @@ class Refiner:
                  refit_in: str = REFIT_IN, audit: float = AUDIT):
         check_options(computation, store=store, refit=refit, budget=budget, time_budget=time_budget,
                       quantile=quantile, candidates=candidates, window=window, warmup=warmup,
-                      refit_every=refit_every, queue_size=queue_size, repeats=repeats, audit=audit)
-        if refit_in not in ("process", "thread"):
-            raise ValueError(f"refit_in is 'process' or 'thread', got {refit_in!r}")
+                      refit_every=refit_every, queue_size=queue_size, repeats=repeats, audit=audit,
+                      refit_in=refit_in, device_id=device_id)
         model = dispatcher.model
         if model is None:
             raise ValueError(f"{computation}: refining mode refines a model: tune, tune_from_source or "
@@ -879,3 +882,7 @@ class Refiner:
                 "refit_in": "thread" if in_thread else self.refit_in,
                 "refit_in_fallback": in_thread or self._refit_in_fallback,
                 "refit_starved": getattr(self._refit, "starved", None), "active": not self._stopped}
+
+
+OPTIONS = tuple(p for p in inspect.signature(Refiner.__init__).parameters
+                if p not in ("self", "dispatcher", "computation", "store", "device_id", "on_stop"))   # refine(**options)

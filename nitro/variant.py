@@ -110,7 +110,7 @@ class CodeVariant:
             bundle = Bundle.load(bundle)
         if bundle.computation != self.name or bundle.input_features != self.feature_names:
             raise ValueError(f"{self.name}: the bundle is for {bundle.computation!r} with features "
-                             f"{bundle.input_features}, not {self.feature_names}")
+                             f"{bundle.input_features}, not {self.name!r} with {self.feature_names}")
         model, info = bundle.model_for(device or self.device_id, **options)
         if model is None:           # this code variant's default runs, whatever the bundle's says
             info = {**info, "variant": self.default}
@@ -214,8 +214,12 @@ class CodeVariant:
         if on is not None and not isinstance(on, bool):
             raise TypeError(f"{self.name}: refine(on) takes True, False or None; give the store as store=")
         if on:                                # a bad option leaves a running refiner running
-            from .refine import CHECKED_OPTIONS, check_options
-            check_options(self.name, store=store, **{k: v for k, v in options.items() if k in CHECKED_OPTIONS})
+            from .refine import CHECKED_OPTIONS, OPTIONS, check_options
+            unknown = sorted(set(options) - set(OPTIONS))
+            if unknown:
+                raise TypeError(f"{self.name}: unknown refining options {unknown}; known: {', '.join(OPTIONS)}")
+            check_options(self.name, store=store, device_id=device_id,
+                          **{k: v for k, v in options.items() if k in CHECKED_OPTIONS})
         old = self._refiner
         if old is not None:
             old.stop()

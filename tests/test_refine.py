@@ -914,3 +914,17 @@ def test_a_code_variant_dropped_while_refining_is_freed_and_its_threads_end():
     for t in refiner._threads:
         t.join(30)
         assert not t.is_alive()
+
+
+def test_an_unknown_option_or_a_bad_device_id_or_refit_in_leaves_the_running_refiner_running():
+    cv = make_cv([])
+    running = cv.refine(budget=1.0, refit_every=10_000)
+    for options, error, message in ((dict(budgett=0.1), TypeError, r"unknown refining options \['budgett'\]; known: "
+                                     "budget, time_budget"),
+                                    (dict(refit_in="gpu"), ValueError, "refit_in is 'process' or 'thread', got 'gpu'"),
+                                    (dict(device_id=5), TypeError, "device_id is the non-empty name rows are "
+                                     "recorded under, got 5")):
+        with pytest.raises(error, match=message):
+            cv.refine(**options)
+        assert cv.refiner is running and running.active
+    running.stop()

@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..dataset import (DroppedTimes, check_measurement_columns, csv_path, dataset_dir, device_feature_names,
-                       dropped_inputs_note, input_columns, load_devices, read_csv_chunks, refuse_to_overwrite,
-                       repeated_note, run_times, text_examples, unlisted_inputs_note, unnamed_note)
+from ..dataset import (DroppedTimes, check_measurement_columns, csv_path, dataset_dir, dataset_files,
+                       device_feature_names, dropped_inputs_note, input_columns, load_devices, read_csv_chunks,
+                       refuse_to_overwrite, repeated_note, run_times, text_examples, unlisted_inputs_note, unnamed_note)
 from ..measurement import TrainingRow
 from .redis_store import Store
 
@@ -43,15 +43,19 @@ def _scratch():
 
 
 # -- export -------------------------------------------------------------------------------------
-def export_computation(store: Store, computation: str, directory, devices=None, inputs=None) -> dict:
+def export_computation(store: Store, computation: str, directory, devices=None, inputs=None,
+                       replace: bool = False) -> dict:
     """Write ``computation``'s rows and its devices' features (all, or those named in
     ``devices``; the rows of all inputs, or of those in ``inputs``) to ``directory``: measurements
     sorted by device and input, each input's features once (from the first device, in name
     order, that has it). Rows are read a store batch at a time into the scratch database, and
-    no file is written before all of them were read."""
+    no file is written before all of them were read. A directory that holds a dataset already is
+    refused, unless ``replace`` (a recording rewriting its own export): its files are then
+    removed before the new ones are written."""
     features = store.meta(computation)["features"]
     directory = Path(directory)
-    refuse_to_overwrite(directory)
+    if not replace:
+        refuse_to_overwrite(directory)
     with _scratch() as db:
         columns = "".join(f", f{k} REAL" for k in range(len(features)))
         db.execute(f"CREATE TABLE inputs (input TEXT PRIMARY KEY{columns}) WITHOUT ROWID")
@@ -82,6 +86,8 @@ def export_computation(store: Store, computation: str, directory, devices=None, 
             devs.append({"device": device, **metadata, **values})
             meta_names.update(dict.fromkeys(metadata))
         directory.mkdir(parents=True, exist_ok=True)
+        for stale in dataset_files(directory):     # replace: no .csv.gz left beside a new .csv
+            stale.unlink()
         measurements = _write_csv(directory / "measurements.csv", ["device", "input", "variant", "time_s"],
                                   db.execute("SELECT device, input, variant, time FROM meas GROUP BY device, input, k "   # HSCAN may give
                                              "ORDER BY device, input, k"))                              # an input twice

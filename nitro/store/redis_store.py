@@ -29,6 +29,17 @@ def _field(raw: bytes, what: str, second) -> tuple:
         raise StoreError(f"malformed {what} field {raw[:60]!r} in the store") from None
 
 
+def _check_fields(profiles: Mapping, what: str, shape: str, second: type) -> None:
+    """Refuse a profile key that :func:`_field` could not read back: one bad field would make
+    every record of the hash unreadable."""
+    for key, record in profiles.items():
+        if not (isinstance(key, tuple) and len(key) == 2 and isinstance(key[0], str) and key[0]
+                and isinstance(key[1], second) and not isinstance(key[1], bool) and isinstance(record, Mapping)
+                and (second is int or "|" not in key[0])):
+            raise ValueError(f"a {what} is keyed {shape} ({'no' if second is int else 'the first without'} '|'), "
+                             f"its metrics a mapping; got {key!r}: {type(record).__name__}")
+
+
 def _loads(raw, what: str):
     try:
         return json.loads(raw)
@@ -133,8 +144,23 @@ class Store:
         return {k.decode(): _loads(v, f"metadata of {computation!r}") for k, v in raw.items()}
 
     # -- training rows -----------------------------------------------------------------------
+    def _check_rows(self, computation: str, rows: list[TrainingRow]) -> None:
+        """Refuse rows that do not fit the declared computation (an undeclared one included):
+        stored, they would break every later read of it."""
+        meta = self.meta(computation)
+        variants, features = set(meta["variants"]), set(meta["features"])
+        for row in rows:
+            if not isinstance(row, TrainingRow):
+                raise TypeError(f"{computation}: a row is a nitro TrainingRow, got {type(row).__name__}")
+            if row.features.keys() != features or not variants.issuperset(row.times) \
+                    or not variants.issuperset(row.failed):
+                raise ValueError(f"{computation}: row {row.input_id!r} has features {sorted(row.features)} and "
+                                 f"variants {sorted({*row.times, *row.failed})}; the computation is declared with "
+                                 f"features {meta['features']} and variants {meta['variants']}")
+
     def put_row(self, computation: str, device_id: str, row: TrainingRow):
         """Insert or atomically replace one input's row (one MULTI/EXEC transaction)."""
+        self._check_rows(computation, [row])
         pipe = self.client.pipeline(transaction=True)
         pipe.hset(keys.rows(computation, device_id), row.input_id, encode_rows([row])[0])
         pipe.sadd(keys.computation_devices(computation), device_id)
@@ -146,6 +172,7 @@ class Store:
         of the batches acknowledged are stored)."""
         rows, key = iter(rows), keys.rows(computation, device_id)
         while batch := list(itertools.islice(rows, self.BATCH)):
+            self._check_rows(computation, batch)
             pipe = self.client.pipeline(transaction=True)
             pipe.hset(key, items=[x for pair in zip([r.input_id for r in batch], encode_rows(batch)) for x in pair])
             pipe.sadd(keys.computation_devices(computation), device_id)
@@ -248,7 +275,9 @@ class Store:
     # -- models ------------------------------------------------------------------------------
     def put_model(self, computation: str, device_id: str, model):
         """Store ``model`` (a :class:`nitro.SelectorModel` or its ``to_dict()``) for the device."""
+        from ..model import SelectorModel        # (imported here: reading rows needs no model code)
         model = model.to_dict() if hasattr(model, "to_dict") else model
+        SelectorModel.from_dict(model)            # one that would not load is refused, not stored over a good one
         self._call(self.client.set, keys.model(computation, device_id), _dumps(model))
 
     def model(self, computation: str, device_id: str) -> dict | None:
@@ -257,6 +286,7 @@ class Store:
 
     # -- profiles -----------------------------------------------------------------------------
     def put_profiles(self, computation: str, device_id: str, profiles: Mapping[tuple[str, str], Mapping]):
+        _check_fields(profiles, "profile", "(variant, input id)", str)
         mapping = {f"{v}|{i}": _dumps(dict(m)) for (v, i), m in profiles.items()}
         if mapping:
             self._call(self.client.hset, keys.profiles(computation, device_id), mapping=mapping)
@@ -266,6 +296,7 @@ class Store:
         return {_field(k, "profile", str): _loads(v, "profile") for k, v in raw.items()}
 
     def put_proxy_profiles(self, device_id: str, profiles: Mapping[tuple[str, int], Mapping]):
+        _check_fields(profiles, "proxy profile", "(proxy, intensity)", int)
         mapping = {f"{p}|{phi}": _dumps(dict(m)) for (p, phi), m in profiles.items()}
         if mapping:
             self._call(self.client.hset, keys.proxy_profiles(device_id), mapping=mapping)

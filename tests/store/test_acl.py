@@ -21,7 +21,8 @@ from nitro.transfer.tune import tune_from_source
 
 PASSWORDS = {"reader": "r3ad-Pa55/word", "recorder": "rec0rd-Pa55@word", "owner": "0wn-Pa55:word"}
 SECRETS = [p for pw in PASSWORDS.values() for p in (pw, quote(pw, safe=""))]
-MODEL = {"format": 1, "kind": "constant", "variant": "a"}
+MODEL = {"format": 1, "kind": "constant", "variants": ["a", "b", "c"], "input_features": ["size", "skew"],
+         "params": {"label": 0}}
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -86,7 +87,7 @@ def test_reader_lists_exports_and_tunes_but_every_write_fails_and_changes_nothin
         "put_rows": lambda: reader.put_rows("toy", "dev9", [row]),
         "put_device": lambda: reader.put_device("dev0", {"cache_kb": {"value": 1.0}}),
         "put_device_metadata": lambda: reader.put_device_metadata("dev0", {"kind": "gpu"}),
-        "put_model": lambda: reader.put_model("toy", "dev1", {**MODEL, "variant": "b"}),
+        "put_model": lambda: reader.put_model("toy", "dev1", {**MODEL, "params": {"label": 1}}),
         "put_profiles": lambda: reader.put_profiles("toy", "dev0", {("a", "in1"): {"flops": 2.0}}),
         "put_proxy_profiles": lambda: reader.put_proxy_profiles("dev0", {("stream", 4): {"flops": 2.0}}),
         "drop_computation": lambda: reader.drop_computation("toy"),
@@ -125,7 +126,7 @@ def test_recorder_records_rows_but_cannot_delete_or_write_models(users, caplog):
     recorder.put_profiles("inc", "dev", {("abs", "in1"): {"flops": 1.0}})
     before = users.snapshot()
     messages = [repr(recorder)]
-    for write in (lambda: recorder.put_model("toy", "dev1", {**MODEL, "variant": "c"}),   # overwrite
+    for write in (lambda: recorder.put_model("toy", "dev1", {**MODEL, "params": {"label": 2}}),   # overwrite
                   lambda: recorder.put_model("inc", "dev", MODEL),                       # a new one
                   lambda: tuner.tune([cv]),                                              # fits, then stores
                   lambda: recorder.drop_computation("toy")):

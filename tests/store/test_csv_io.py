@@ -15,6 +15,9 @@ def test_export_import_round_trip(store, tmp_path):
     assert out == {"devices": 1, "inputs": 5, "measurements": 5}
     with pytest.raises(ValueError, match="already holds a dataset"):     # an earlier export is not written over
         export_computation(store, "hist", tmp_path / "ds")
+    (tmp_path / "ds" / "inputs.csv.gz").write_bytes(b"stale")
+    assert export_computation(store, "hist", tmp_path / "ds", replace=True) == out     # a recording's rewrite
+    assert not (tmp_path / "ds" / "inputs.csv.gz").exists()
     data = load_dataset_dir(tmp_path / "ds")
     assert list(data.inputs.columns) == ["N", "S"] and data.devices.loc["dev1", "cores"] == 2.0
     notes = import_computation(store, "hist-copy", tmp_path / "ds", variants=["a", "b"])["notes"]

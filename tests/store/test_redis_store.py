@@ -34,7 +34,9 @@ def test_the_same_variants_in_another_order_are_the_same_computation(store):
     """An import declares its variants sorted, a code variant in its own order: rows and
     models name their variants, so both read the same rows (features are positions: strict)."""
     store.declare("hist", ["b", "a"], ["N", "M"])
-    store.put_row("hist", "dev1", row(1))
+    with pytest.raises(ValueError, match=r"row 'in1' has features \['N'\] .* declared with features \['N', 'M'\]"):
+        store.put_row("hist", "dev1", row(1))       # a row that a read of the computation could not use
+    store.put_row("hist", "dev1", TrainingRow("in1", {"N": 1.0, "M": 0.0}, {"a": 1.0, "b": 2.0}))
     store.declare("hist", ["a", "b"], ["N", "M"])
     assert store.meta("hist")["variants"] == ["b", "a"] and len(store.rows("hist", "dev1")) == 1
     with pytest.raises(StoreError, match="stored with variants"):
@@ -68,7 +70,11 @@ def test_names_cannot_reach_other_keys(store):
 
 
 def test_models_are_json_not_pickle(store):
-    store.put_model("hist", "dev1", {"format": 1, "kind": "constant"})
+    store.put_model("hist", "dev1", {"format": 1, "kind": "constant", "variants": ["a"], "input_features": ["N"],
+                                     "params": {"label": 0}})
+    with pytest.raises(ValueError, match="a model must be a JSON object"):      # refused, not stored over it
+        store.put_model("hist", "dev1", "garbage")
+    assert store.model("hist", "dev1")["kind"] == "constant"
     raw = store.client.get(keys.model("hist", "dev1"))
     assert raw.startswith(b"{")
     store.client.set(keys.model("hist", "dev1"), b"\x80\x04garbage")
@@ -121,3 +127,26 @@ def test_a_time_of_zero_is_refused_with_the_way_to_record_a_failure(store):
     with pytest.raises(ValueError, match=r"positive number of seconds.*time of 'a'"):
         store.put_rows("zero", "dev", [TrainingRow("in0", {"n": 1.0}, {"a": 0.0, "b": 1.0})])
     assert store.rows("zero", "dev") == []
+
+
+def test_writes_that_a_later_read_could_not_use_are_refused_and_change_nothing(store):
+    """A row of an undeclared computation, or with other features or variants, a profile key
+    that would not split back, a model that would not load: each refused, the stored data kept."""
+    with pytest.raises(StoreError, match="unknown computation 'hist'"):
+        store.put_row("hist", "dev1", row(1))
+    store.declare("hist", ["a", "b"], ["N"])
+    store.put_rows("hist", "dev1", [row(1)])
+    for bad in (TrainingRow("in2", {"N": 2.0}, {"zz": 1e-3}), TrainingRow("in2", {"q": 2.0}, {"a": 1.0}),
+                TrainingRow("in2", {"N": 2.0}, {"a": 1.0}, {"c": "failed"})):
+        with pytest.raises(ValueError, match=r"row 'in2' has features .* declared with features \['N'\] and variants"):
+            store.put_rows("hist", "dev1", [bad])
+    with pytest.raises(TypeError, match="a row is a nitro TrainingRow, got dict"):
+        store.put_rows("hist", "dev1", [{"input": "in2"}])
+    assert [r.input_id for r in store.rows("hist", "dev1")] == ["in1"]
+    store.put_proxy_profiles("dev1", {("MEM-BW", 4): {"dram_bytes": 1.0}})
+    for key in (("p", "x"), ("p", True), "ab", ("", 1)):
+        with pytest.raises(ValueError, match=r"a proxy profile is keyed \(proxy, intensity\)"):
+            store.put_proxy_profiles("dev1", {key: {"x": 1}})
+    with pytest.raises(ValueError, match=r"a profile is keyed \(variant, input id\) \(the first without '\|'\)"):
+        store.put_profiles("hist", "dev1", {"ab": {"x": 1}})
+    assert store.proxy_profiles("dev1") == {("MEM-BW", 4): {"dram_bytes": 1.0}} and store.profiles("hist", "dev1") == {}

@@ -186,7 +186,8 @@ def test_every_transaction_stays_in_one_cluster_slot(redis_server):
         store.put_device("dev 1", {"cores": {"value": 2}})
         store.put_row("c:1", "dev 1", TrainingRow("in1", {"N": 1.0}, {"a": 1.0}))
         store.put_rows("c:1", "dev{2}", [TrainingRow("in2", {"N": 2.0}, {"a": 1.0})])
-        store.put_model("c:1", "dev 1", {"format": 1})
+        store.put_model("c:1", "dev 1", {"format": 1, "kind": "constant", "variants": ["a"], "input_features": ["N"],
+                                         "params": {"label": 0}})
         store.drop_computation("c:1")
         store.client.set("nitro:end-of-test", 1)
         for event in monitor.listen():
