@@ -22,6 +22,8 @@ FIELDS = ("variants", "input_features", "kind", "params", "device_features", "pr
 def _strings(items, empty_ok=False) -> list[str]:
     if not isinstance(items, list) or not (items or empty_ok) or not all(isinstance(i, str) for i in items):
         raise ValueError(f"expected a list of names, got {items!r}")
+    if len(set(items)) != len(items):
+        raise ValueError(f"names repeated in {items!r}")
     return items
 
 
@@ -107,6 +109,8 @@ class SelectorModel:
                         kind=kind, params=dict(data["params"]),
                         device_features={str(k): float(v) for k, v in dict(data.get("device_features", {})).items()},
                         provenance=dict(data.get("provenance", {})))
+            if not all(math.isfinite(v) for v in model.device_features.values()):
+                raise ValueError(f"device features not all finite: {model.device_features}")
             model._validate()
         except (KeyError, TypeError, ValueError, IndexError, OverflowError) as exc:
             raise ValueError(f"malformed {kind} model: {exc!r}") from None
@@ -220,6 +224,11 @@ class SelectorModel:
         scores is how sure the model is (refining mode explores where it is small)."""
         import numpy as np
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        if X.ndim != 2 or X.shape[1] != len(self.input_features) or not np.isfinite(X).all():
+            bad = "" if X.ndim != 2 or X.shape[1] != len(self.input_features) else \
+                f", {int((~np.isfinite(X)).any(axis=1).sum())} of them with a value that is no finite number"
+            raise ValueError(f"expected rows of {len(self.input_features)} input features "
+                             f"({', '.join(self.input_features)}), got an array of shape {X.shape}{bad}")
         k = len(self.variants)
         if self.kind == "constant":
             return np.eye(k)[np.full(X.shape[0], self.params["label"])]

@@ -10,8 +10,14 @@ from .model import SelectorModel
 
 
 def _named(items, what: str) -> dict[str, Callable]:
+    """``{name: callable}`` of ``items`` (a mapping, or callables named by ``__name__``)."""
     if isinstance(items, Mapping):
         named = dict(items)
+        wrong = [k for k in named if not (isinstance(k, str) and k)]
+        if wrong:       # names are keys of the store's rows and models: an int would come back a str
+            raise TypeError(f"{what} are named by non-empty strings, got {wrong[0]!r}")
+    elif items is None or isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+        raise TypeError(f"give {what} as a list of named callables or a dict name -> callable, got {items!r}")
     else:
         named = {}
         for item in items:
@@ -56,18 +62,25 @@ class CodeVariant:
             if not matches:
                 raise ValueError(f"{name}: the default is not one of the variants")
             default = matches[0]
-        if default not in self.variants:
+        if not isinstance(default, str) or default not in self.variants:
             raise ValueError(f"{name}: unknown default variant {default!r}")
         self.default = default
+        for what, fn in (("check", check), ("reference", reference)):
+            if fn is not None and not callable(fn):
+                raise TypeError(f"{name}: {what} is a callable, got {fn!r}")
         self.check = check
         self.reference = reference
+        if isinstance(fallback_on, type):    # one exception type: a tuple of one
+            fallback_on = (fallback_on,)
         self.fallback_on = tuple(fallback_on)
         if not all(isinstance(t, type) and issubclass(t, Exception) for t in self.fallback_on):
             raise TypeError(f"{name}: fallback_on must be a tuple of Exception types, got {fallback_on!r}")
         self._dispatcher = Dispatcher(self.variant_names, self.feature_names, self.default)
         self.constraints = self._dispatcher.constraints
-        for variant, predicate in constraints:
-            self.add_constraint(variant, predicate)
+        for item in (constraints.items() if isinstance(constraints, Mapping) else constraints):
+            if not (isinstance(item, tuple) and len(item) == 2):
+                raise TypeError(f"{name}: constraints are (variant, valid_if) pairs, got {item!r}")
+            self.add_constraint(*item)
         # Listing-1/2 knobs
         self.record = False
         self.device_id: str | None = None
@@ -86,8 +99,11 @@ class CodeVariant:
 
     def add_constraint(self, variant: str, valid_if: Callable[[Mapping[str, float]], bool]):
         """Allow ``variant`` only on inputs whose feature dict satisfies ``valid_if``."""
-        if variant not in self.variants:
+        if not isinstance(variant, str) or variant not in self.variants:
             raise ValueError(f"{self.name}: constraint on unknown variant {variant!r}")
+        if not callable(valid_if):
+            raise TypeError(f"{self.name}: the constraint on {variant!r} is a callable valid_if(features) -> bool, "
+                            f"got {valid_if!r}")
         self.constraints.append((variant, valid_if))
 
     # -- model -----------------------------------------------------------------------------

@@ -31,6 +31,8 @@ def test_device_features_are_appended_constants():
 @pytest.mark.parametrize("mutate, message", [
     (lambda d: d.update(format=99), "unsupported model format"),
     (lambda d: d.update(format="nitro-bundle"), "a bundle of models, not one model: .*Bundle.load"),
+    (lambda d: d.update(variants=["a", "a"]), "names repeated"),
+    (lambda d: d.update(device_features={"cores": "nan"}), "device features not all finite"),
     (lambda d: d.update(kind="pickle"), "unknown model kind"),
     (lambda d: d["params"].update(intercept=[1.0] * 7), "inconsistent shapes"),
     (lambda d: d["params"]["mean"].__setitem__(0, float("inf")), "not all finite"),
@@ -171,3 +173,18 @@ def test_a_model_checked_elsewhere_is_rebuilt_from_its_flat_lists_without_a_seco
     rebuilt = SelectorModel.from_checked(json.loads(json.dumps(checked.to_dict())), checked._flat)
     assert rebuilt.to_dict() == checked.to_dict()
     assert [rebuilt.compiled().predict_one(list(x)) for x in X] == [checked.compiled().predict_one(list(x)) for x in X]
+
+
+def test_rows_of_the_wrong_width_or_not_finite_are_refused_by_the_batch_paths():
+    """``predict([[1, 2]])`` on a one-feature model, ``predict(None)`` or a NaN feature would be
+    answered silently otherwise (the one-call path refuses them already)."""
+    rng = np.random.default_rng(1)
+    X = rng.random((60, 1))
+    model = SelectorModel.from_estimator(SVMSelector().fit(X, np.where(X[:, 0] > 0.5, "x", "y")), ["size"])
+    for bad, message in (([[1.0, 2.0]], r"shape \(1, 2\)$"),
+                         (None, r"shape \(1, 1\), 1 of them with a value that is no finite"),
+                         ([[np.nan], [1.0]], r"shape \(2, 1\), 1 of them with a value that is no finite number"),
+                         ([], r"shape \(1, 0\)")):
+        with pytest.raises(ValueError, match="expected rows of 1 input features \\(size\\), got an array of " + message):
+            model.predict(bad)
+    assert model.predict([[0.9], [0.1]]) == ["x", "y"]

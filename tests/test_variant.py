@@ -53,6 +53,18 @@ def test_bad_declarations_and_features():
         code_variant("x", [lambda v: v], [size])
     with pytest.raises(ValueError, match="two variants"):
         code_variant("x", [small, small], [size])
+    for kwargs, error, message in (
+            (dict(variants={1: small, 2: big}), TypeError, "variants are named by non-empty strings, got 1"),
+            (dict(variants=None), TypeError, "give variants as a list of named callables or a dict"),
+            (dict(default=["small"]), ValueError, r"unknown default variant \['small'\]"),
+            (dict(constraints=[("small",)]), TypeError, r"constraints are \(variant, valid_if\) pairs, got \('small',\)"),
+            (dict(constraints=[("small", 3)]), TypeError, "the constraint on 'small' is a callable valid_if"),
+            (dict(check=5), TypeError, "check is a callable, got 5"),
+            (dict(reference="ref"), TypeError, "reference is a callable, got 'ref'")):
+        with pytest.raises(error, match=message):
+            code_variant("x", **{"variants": [small, big], "features": [size], **kwargs})
+    cv = code_variant("x", [small, big], [size], constraints={"big": lambda f: f["size"] > 2}, fallback_on=KeyError)
+    assert cv.fallback_on == (KeyError,) and cv.allowed([1.0]) == {"small": True, "big": False}
     cv = code_variant("x", [small, big], {"nan": lambda x: float("nan")})
     with pytest.raises(ValueError, match="'nan' is nan"):
         cv.select(np.ones(3))
