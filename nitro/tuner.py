@@ -218,6 +218,12 @@ class Autotuner:
         decided, ties, undecided, noise against gaps, advice) goes to :attr:`timing_report`
         and the model's provenance (``"timing"``); a :class:`nitro.noise.NoisyMachineWarning`
         says when the machine was too noisy for the gaps between variants."""
+        if isinstance(variants, CodeVariant) or not all(isinstance(cv, CodeVariant) for cv in variants):
+            raise TypeError(f"tune takes a list of code variants (tune([cv])), got {variants!r}")
+        for cv in variants:                # before any measurement: a choice needs features to learn from
+            if not cv.feature_names:
+                raise ValueError(f"{cv.name}: no input features: a model learns its choice from them; give "
+                                 "code_variant(..., features=[...])")
         models = []
         for cv in variants:
             self.verdicts[cv.name] = {}

@@ -67,6 +67,10 @@ def test_bad_training_inputs_are_named():
     tuner.set_training_args([float("inf")])
     with pytest.raises(ValueError, match="must be finite"):
         tuner.tune([cv])
+    with pytest.raises(TypeError, match=r"tune takes a list of code variants \(tune\(\[cv\]\)\)"):
+        tuner.tune(cv)
+    with pytest.raises(ValueError, match="featureless: no input features: a model learns its choice from them"):
+        tuner.tune([code_variant("featureless", {"a": lambda x: x, "b": lambda x: x})])
 
 
 def test_all_variants_failing_is_an_error():

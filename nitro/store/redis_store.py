@@ -29,6 +29,18 @@ def _field(raw: bytes, what: str, second) -> tuple:
         raise StoreError(f"malformed {what} field {raw[:60]!r} in the store") from None
 
 
+def _names(items, what: str, computation: str) -> list[str]:
+    """``items`` as a list of distinct non-empty names: a string is one name's letters, not a list."""
+    if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+        raise TypeError(f"{computation}: {what} are a list of names, got {items!r}")
+    names = list(items)
+    if not all(isinstance(n, str) and n for n in names) or len(set(names)) != len(names) or \
+            (what == "variants" and not names):
+        raise ValueError(f"{computation}: {what} are distinct non-empty names{' (one or more)' if what == 'variants' else ''}, "
+                         f"got {names!r}")
+    return names
+
+
 def _check_fields(profiles: Mapping, what: str, shape: str, second: type) -> None:
     """Refuse a profile key that :func:`_field` could not read back: one bad field would make
     every record of the hash unreadable."""
@@ -120,7 +132,7 @@ class Store:
         every row and model, so the same variants in another order are the same computation
         (an import lists them sorted, a code variant in its own order); features are positions
         of a model's input, so their order must match."""
-        variants, features = list(variants), list(features)
+        variants, features = _names(variants, "variants", computation), _names(features, "features", computation)
         meta = self.meta(computation, missing_ok=True)
         if meta and not same_computation(meta, variants, features):
             raise StoreError(

@@ -102,6 +102,8 @@ def _load(store: Store, name: str, variants, features, sources, target, target_f
     described = target_features is None and store.device(target, missing_ok=True) is None
     target_record = _target_record(store, target, target_features, keep=keep_target)
     target_meta = _target_metadata(store, target, target_features, target_record, described)
+    if isinstance(sources, str):          # one name, not its letters
+        raise TypeError(f"{name}: sources are a list of device ids, got {sources!r} (one source: [{sources!r}])")
     sources, sources_left_out = (list(sources), {}) if sources else _default_sources(store, name, target, target_meta)
     missing = [s for s in sources if s not in recorded]
     if missing:

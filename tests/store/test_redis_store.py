@@ -150,3 +150,14 @@ def test_writes_that_a_later_read_could_not_use_are_refused_and_change_nothing(s
     with pytest.raises(ValueError, match=r"a profile is keyed \(variant, input id\) \(the first without '\|'\)"):
         store.put_profiles("hist", "dev1", {"ab": {"x": 1}})
     assert store.proxy_profiles("dev1") == {("MEM-BW", 4): {"dram_bytes": 1.0}} and store.profiles("hist", "dev1") == {}
+
+
+def test_declared_names_are_lists_of_distinct_names(store):
+    """``declare("x", "ab", ...)`` would declare the variants 'a' and 'b'."""
+    for variants, features, error, message in (("ab", ["N"], TypeError, "variants are a list of names, got 'ab'"),
+                                               ([], ["N"], ValueError, "distinct non-empty names"),
+                                               (["a", "a"], ["N"], ValueError, "distinct non-empty names"),
+                                               (["a"], "N", TypeError, "features are a list of names, got 'N'")):
+        with pytest.raises(error, match=message):
+            store.declare("x", variants, features)
+    assert store.computations() == []

@@ -444,6 +444,9 @@ def test_a_target_budget_without_a_way_to_measure_picks_among_the_targets_record
     pool = int(re.search(r"but (\d+) training", str(said[0].message)).group(1))
     every = every.provenance["few_shot"]["inputs"]
     assert 8 < pool <= len(kept) and set(every) <= set(kept) and len(every) == pool
+    with pytest.raises(TypeError, match=r"sources are a list of device ids, got 'dev1' \(one source: \['dev1'\]\)"):
+        tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources="dev1", target="devP", save=False,
+                         progress=False)
     with pytest.raises(ValueError, match="devX has none of the 160 training inputs recorded.*Autotuner.tune_from_source"):
         tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=sources, target="devX", target_budget=8,
                          target_features=features, save=False, progress=False)
