@@ -59,7 +59,11 @@ class Dispatcher:
     def _check(self, values: list[float]):
         if len(values) != len(self.features):
             raise ValueError(f"expected {len(self.features)} feature values, got {len(values)}")
-        if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in values):
+        try:
+            finite = all(isinstance(v, (int, float)) and math.isfinite(v) for v in values)
+        except OverflowError:           # an int beyond a double's range: feature_vector names it
+            finite = False
+        if not finite:
             feature_vector(self.features, values)
 
     def allowed(self, values: list[float]) -> dict[str, bool]:

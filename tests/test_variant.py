@@ -71,6 +71,9 @@ def test_bad_declarations_and_features():
     cv = code_variant("x", [small, big], {"s": lambda x: "text"})
     with pytest.raises(TypeError, match="not a number"):
         cv.select(np.ones(3))
+    cv = code_variant("x", [small, big], {"huge": lambda x: 10 ** 400})
+    with pytest.raises(ValueError, match="input feature 'huge' is too large for a float"):
+        cv.select(np.ones(3))
 
 
 def test_model_for_other_variants_or_features_is_refused():
