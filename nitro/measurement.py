@@ -276,9 +276,15 @@ def measure_input(variants: Mapping[str, Callable], names: Sequence[str], args: 
         except Exception as exc:  # a failing variant must not stop tuning
             failed[name] = f"raised {type(exc).__name__}: {exc}"
             continue
-        if have_reference and not check(output, reference):
-            failed[name] = "wrong result"
-            continue
+        if have_reference:
+            try:
+                same = bool(check(output, reference))
+            except Exception as exc:  # e.g. None against an array: not the same result, not a crash
+                failed[name] = f"wrong result (not comparable with the reference: {type(exc).__name__}: {exc})"[:500]
+                continue
+            if not same:
+                failed[name] = "wrong result"
+                continue
         if not have_reference:
             reference, have_reference = output, True
         samples[name] = []

@@ -38,6 +38,21 @@ def input_id(args: tuple) -> str:
     return h.hexdigest()[:16]
 
 
+def _warn_if_only_the_reference_is_right(cv: CodeVariant, rows: Sequence[TrainingRow]) -> None:
+    """Warn where, without ``reference=``, every other variant's result differed on every input
+    from the variant whose output they were checked against: that one is more likely broken
+    than all the others, and it would be chosen everywhere."""
+    if cv.reference is not None or len(cv.variants) < 2 or not rows:
+        return
+    best = {r.best for r in rows}
+    if len(best) == 1 and None not in best and all(
+            all(r.failed.get(v, "").startswith("wrong result") for v in cv.variants if v != r.best) for r in rows):
+        warnings.warn(f"{cv.name}: on all {len(rows)} inputs every other variant's result differed from that of "
+                      f"{next(iter(best))!r}, the variant they were checked against: is it right? Give "
+                      "code_variant(..., reference=) a known-good function to check all of them against",
+                      stacklevel=3)
+
+
 class Autotuner:
     """Tunes code variants of one computation (the paper's ``autotuner``)."""
 
@@ -232,6 +247,7 @@ class Autotuner:
             else:
                 rows = self.measure_actively(cv, budget, remeasure=remeasure, early_stopping=early_stopping)
             self.training_rows[cv.name] = rows
+            _warn_if_only_the_reference_is_right(cv, rows)
             report = summarize(list(self.verdicts[cv.name].values()))
             self.timing_report[cv.name] = report
             if report["too_noisy"]:

@@ -110,3 +110,32 @@ def test_tune_reports_inputs_too_noisy_to_decide_and_warns():
     assert report["undecided"] == 4 and report["too_noisy"] and report["undecided_median_noise"] > 0
     assert model.provenance["timing"] == report
     assert all(v["status"] == "undecided" and v["rounds"] == 8 for v in tuner.verdicts["drift"].values())
+
+
+def test_a_broken_default_that_every_other_variant_disagrees_with_is_warned_of():
+    """Without ``reference=``, results are checked against the first variant run: a broken one
+    marks every correct variant 'wrong result' and wins every input. One warning says so."""
+    def broken(x):
+        return None
+
+    def good(x):
+        return x + 1
+
+    def also_good(x):
+        return x + 1
+
+    tuner = autotuner("brokendefault", policy=FAST, progress=False)
+    tuner.set_training_args([1.0, 2.0, 3.0])
+    cv = code_variant("brokendefault", [broken, good, also_good], {"x": lambda x: float(x)})
+    with pytest.warns(UserWarning, match="on all 3 inputs every other variant's result differed from that of "
+                                         "'broken', the variant they were checked against: is it right"):
+        tuner.tune([cv])
+    fixed = code_variant("brokendefault", [broken, good, also_good], {"x": lambda x: float(x)},
+                         reference=lambda x: x + 1)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        tuner.tune([fixed])
+    assert {r.best for r in tuner.training_rows["brokendefault"]} <= {"good", "also_good"}
+    assert all(r.failed["broken"].startswith("wrong result (not comparable with the reference: TypeError")
+               for r in tuner.training_rows["brokendefault"])        # None against a number: no crash
