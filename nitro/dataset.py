@@ -122,9 +122,14 @@ IDS = {"device": str, "input": str, "variant": str}   # ids read as written: "00
 DATASET_STEMS = ("devices", "inputs", "measurements")
 
 
+def _csv_files(directory: Path, stem: str) -> list[Path]:
+    """``<stem>.csv`` and ``<stem>.csv.gz`` in ``directory``, those that exist."""
+    return [p for name in (f"{stem}.csv", f"{stem}.csv.gz") if (p := directory / name).is_file()]
+
+
 def csv_path(directory: Path, stem: str) -> Path:
     """``<stem>.csv`` or ``<stem>.csv.gz`` in ``directory`` (both: an error, as either could be stale)."""
-    found = [directory / name for name in (f"{stem}.csv", f"{stem}.csv.gz") if (directory / name).exists()]
+    found = _csv_files(directory, stem)
     if len(found) > 1:
         raise ValueError(f"{directory} has both {stem}.csv and {stem}.csv.gz: remove the one that is not current")
     if not found:
@@ -134,8 +139,7 @@ def csv_path(directory: Path, stem: str) -> Path:
 
 def dataset_files(directory: Path) -> list[Path]:
     """The ``devices``, ``inputs`` and ``measurements`` CSV files (plain or gzipped) in ``directory``."""
-    return sorted(p for stem in DATASET_STEMS for name in (f"{stem}.csv", f"{stem}.csv.gz")
-                  if (p := directory / name).is_file())
+    return sorted(p for stem in DATASET_STEMS for p in _csv_files(directory, stem))
 
 
 def refuse_to_overwrite(directory: Path) -> None:

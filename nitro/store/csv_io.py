@@ -366,7 +366,6 @@ def _spool_inputs(db: sqlite3.Connection, directory: Path) -> tuple[dict[str, st
             raise ValueError(f"{path}: input {_repeated(db, chunk['input'])!r} appears more than once") from None
     if names is None:
         raise ValueError(f"{path}: no input")
-    db.execute("CREATE INDEX meas_by_input ON meas (input)")
     unlisted, example = db.execute("SELECT COUNT(DISTINCT input), MIN(input) FROM meas WHERE input NOT IN "
                                    "(SELECT input FROM inputs)").fetchone()
     kept, notes = input_columns(names, n, text, empty)
