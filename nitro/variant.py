@@ -78,7 +78,7 @@ class CodeVariant:
         self._dispatcher = Dispatcher(self.variant_names, self.feature_names, self.default)
         self.constraints = self._dispatcher.constraints
         for item in (constraints.items() if isinstance(constraints, Mapping) else constraints):
-            if not (isinstance(item, tuple) and len(item) == 2):
+            if not (isinstance(item, (tuple, list)) and len(item) == 2):
                 raise TypeError(f"{name}: constraints are (variant, valid_if) pairs, got {item!r}")
             self.add_constraint(*item)
         # Listing-1/2 knobs

@@ -65,6 +65,7 @@ def test_bad_declarations_and_features():
             code_variant("x", **{"variants": [small, big], "features": [size], **kwargs})
     cv = code_variant("x", [small, big], [size], constraints={"big": lambda f: f["size"] > 2}, fallback_on=KeyError)
     assert cv.fallback_on == (KeyError,) and cv.allowed([1.0]) == {"small": True, "big": False}
+    assert code_variant("x", [small, big], [size], constraints=[["big", lambda f: False]]).allowed([9.0])["big"] is False
     cv = code_variant("x", [small, big], {"nan": lambda x: float("nan")})
     with pytest.raises(ValueError, match="'nan' is nan"):
         cv.select(np.ones(3))
