@@ -156,10 +156,11 @@ class Store:
         return {k.decode(): _loads(v, f"metadata of {computation!r}") for k, v in raw.items()}
 
     # -- training rows -----------------------------------------------------------------------
-    def _check_rows(self, computation: str, rows: list[TrainingRow]) -> None:
+    def _check_rows(self, computation: str, rows: list[TrainingRow], meta: dict | None = None) -> dict:
         """Refuse rows that do not fit the declared computation (an undeclared one included):
-        stored, they would break every later read of it."""
-        meta = self.meta(computation)
+        stored, they would break every later read of it. Returns the declaration (``meta``, read
+        from the store unless given), so that a caller with many batches reads it once."""
+        meta = meta or self.meta(computation)
         variants, features = set(meta["variants"]), set(meta["features"])
         for row in rows:
             if not isinstance(row, TrainingRow):
@@ -169,6 +170,7 @@ class Store:
                 raise ValueError(f"{computation}: row {row.input_id!r} has features {sorted(row.features)} and "
                                  f"variants {sorted({*row.times, *row.failed})}; the computation is declared with "
                                  f"features {meta['features']} and variants {meta['variants']}")
+        return meta
 
     def put_row(self, computation: str, device_id: str, row: TrainingRow):
         """Insert or atomically replace one input's row (one MULTI/EXEC transaction)."""
@@ -182,9 +184,9 @@ class Store:
         """Insert or replace many rows: one transaction per :attr:`BATCH` rows, each batch
         checked whole before it is sent (each row is written whole; after a failure, the rows
         of the batches acknowledged are stored)."""
-        rows, key = iter(rows), keys.rows(computation, device_id)
+        rows, key, meta = iter(rows), keys.rows(computation, device_id), None
         while batch := list(itertools.islice(rows, self.BATCH)):
-            self._check_rows(computation, batch)
+            meta = self._check_rows(computation, batch, meta)     # the declaration read once, at the first batch
             pipe = self.client.pipeline(transaction=True)
             pipe.hset(key, items=[x for pair in zip([r.input_id for r in batch], encode_rows(batch)) for x in pair])
             pipe.sadd(keys.computation_devices(computation), device_id)
