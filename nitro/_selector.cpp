@@ -3,9 +3,10 @@
 // is nitro/selector_eval.hpp's (shared with the headers of `nitro export-cpp`); each class here
 // only owns the model's arrays in the layout that file wants and reads Python values.
 // predict_one returns -1 for a feature vector it cannot take (wrong length, not a number, not
-// finite), and the Python side then raises the error that names the problem. The models are
-// built from plain lists (matrices flattened row-major, checked by nitro/model_params.py), so
-// that loading one and dispatching never imports NumPy; only predict_batch takes an array.
+// finite), and the Python side then raises the error that names the problem; predict_batch gives
+// -1 for such a row. The models are built from plain lists (matrices flattened row-major, checked
+// by nitro/model_params.py), so that loading one and dispatching never imports NumPy; only
+// predict_batch takes an array.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -94,7 +95,10 @@ class Model {
     const double* x = X.data();
     {
       py::gil_scoped_release release;
-      for (py::ssize_t i = 0; i < n; ++i) o[i] = predict_row(x + i * n_inputs);
+      for (py::ssize_t i = 0; i < n; ++i) {  // -1 for a row with a value that is not finite, as predict_one
+        const double* row = x + i * n_inputs;
+        o[i] = std::all_of(row, row + n_inputs, [](double v) { return std::isfinite(v); }) ? predict_row(row) : -1;
+      }
     }
     return out;
   }

@@ -117,6 +117,24 @@ def _finite_dict(values, what: str) -> dict[str, float]:
     return out
 
 
+def _datasheet_rows(rows) -> dict[str, dict]:
+    """A bundle's datasheet rows, checked: product -> {"kind", "names" (text), "features"}."""
+    if not isinstance(rows, dict):
+        raise ValueError("datasheet must be an object product -> row")
+    out = {}
+    for product, row in rows.items():
+        if not isinstance(row, dict):
+            raise ValueError(f"datasheet row {product!r} must be an object with kind, names and features")
+        names, kind = row.get("names", []), row.get("kind")
+        if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+            raise ValueError(f"datasheet row {product!r}: names must be a list of text, got {names!r}")
+        if not (kind is None or isinstance(kind, str)):
+            raise ValueError(f"datasheet row {product!r}: kind must be text, got {kind!r}")
+        out[str(product)] = {**row, "names": names, "kind": kind,
+                             "features": _finite_dict(row.get("features", {}), f"datasheet row {product!r} features")}
+    return out
+
+
 def _signed_log(v: float) -> float:
     return math.copysign(math.log1p(abs(v)), v)
 
@@ -266,7 +284,8 @@ class Bundle:
                          input_features=[str(f) for f in data["input_features"]], default=str(data["default"]),
                          devices=devices,
                          transfer={str(k): Transfer.from_dict(t) for k, t in dict(data.get("transfer", {})).items()},
-                         datasheet=dict(data.get("datasheet", {})), provenance=dict(data.get("provenance", {})))
+                         datasheet=_datasheet_rows(data.get("datasheet", {})),
+                         provenance=dict(data.get("provenance", {})))
         except (KeyError, TypeError, AttributeError, IndexError) as exc:
             raise ValueError(f"malformed bundle: {exc!r}") from None
         bundle.validate()

@@ -24,6 +24,31 @@ def feature_vector(names, values, where: str = "") -> list[float]:
     return out
 
 
+def name_the_callable(error: BaseException, what: str) -> None:
+    """Add to ``error`` (raised inside a user's callable) a note saying which one it was:
+    the error keeps its type, so a caller catching it still does."""
+    if hasattr(error, "add_note"):          # Python 3.11+; before that, the traceback alone says it
+        error.add_note(f"(raised in {what})")
+
+
+def failed_feature(error: BaseException, features: dict) -> str:
+    """Which of ``features`` (name -> callable) raised ``error``, from its traceback: the first
+    frame running one of their code objects; ``None`` when none is found (a builtin, say)."""
+    codes = {}
+    for name, fn in features.items():
+        for obj in (fn, getattr(fn, "func", None), getattr(type(fn), "__call__", None)):
+            code = getattr(obj, "__code__", None)
+            if code is not None:
+                codes.setdefault(code, name)
+                break
+    tb = error.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code in codes:
+            return codes[tb.tb_frame.f_code]
+        tb = tb.tb_next
+    return None
+
+
 class Dispatcher:
     """Chooses a variant for a feature vector with a :class:`SelectorModel`.
 
@@ -94,6 +119,13 @@ class Dispatcher:
         for constrained, valid_if in self.constraints:
             if constrained == variant:
                 named = named or dict(zip(self.features, values))
-                if not valid_if(named):
-                    return False
+                try:
+                    if not valid_if(named):
+                        return False
+                except Exception as error:
+                    code = getattr(valid_if, "__code__", None)
+                    where = f" at {code.co_filename}:{code.co_firstlineno}" if code else ""
+                    name_the_callable(error, f"the constraint on variant {variant!r}{where}, "
+                                             f"given the features {named}")
+                    raise
         return True

@@ -62,8 +62,24 @@ class TimingPolicy:
     max_rounds: int | None = None
 
     def __post_init__(self):
+        for name in ("warmup", "min_repeats", "max_repeats", "max_rounds"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+                    or name == "max_rounds" and value is None):
+                raise TypeError(f"invalid timing policy: {name} is a whole number, got {value!r}")
+        for name in ("target_seconds", "tie", "timeout"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
+                    or name == "timeout" and value is None):
+                raise TypeError(f"invalid timing policy: {name} is a number of seconds"
+                                f"{' or None' if name == 'timeout' else ''}, got {value!r}")
+        if not isinstance(self.isolate, (bool, np.bool_)):
+            raise TypeError(f"invalid timing policy: isolate is True or False, got {self.isolate!r}")
         if self.warmup < 1 or self.min_repeats < 1 or self.max_repeats < self.min_repeats:
-            raise ValueError(f"invalid timing policy {self}")
+            raise ValueError(f"invalid timing policy {self}: warmup and min_repeats must be at least 1 "
+                             "and max_repeats at least min_repeats")
+        if not (math.isfinite(self.target_seconds) and self.target_seconds >= 0):
+            raise ValueError(f"invalid timing policy {self}: target_seconds must be a finite number ≥ 0")
         if self.timeout is not None and not self.timeout > 0:
             raise ValueError(f"invalid timing policy {self}: timeout must be positive or None")
         if not 0 <= self.tie < 1:

@@ -139,7 +139,8 @@ class SelectorModel:
     def compiled(self):
         """The model as a compiled evaluator (``nitro._selector``): ``predict_one(values)``
         gives the variant index for one feature list in about a microsecond, or -1 when the
-        values are not ``len(input_features)`` finite numbers; ``predict_batch(X)`` for many."""
+        values are not ``len(input_features)`` finite numbers; ``predict_batch(X)`` for many (-1
+        for each row that is not finite)."""
         if self._compiled is None:
             self._compiled = _compile(self.kind, self._flat or self._validate(), len(self.input_features),
                                       [float(v) for v in self.device_features.values()])

@@ -58,6 +58,15 @@ class Autotuner:
 
     def __init__(self, name: str, store: Store | str | None = None, policy: TimingPolicy | None = None,
                  learner=None, progress: bool = True):
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"an autotuner needs a non-empty name, got {name!r}")
+        if not (store is None or isinstance(store, (Store, str))):
+            raise TypeError(f"{name}: store is a Store, a Redis URL or None (the embedded store), got {store!r}")
+        if not (policy is None or isinstance(policy, TimingPolicy)):
+            raise TypeError(f"{name}: policy is a nitro.measurement.TimingPolicy, got {policy!r}")
+        if not (learner is None or isinstance(learner, str)
+                or callable(getattr(learner, "fit", None)) and callable(getattr(learner, "predict", None))):
+            raise TypeError(f"{name}: learner is a selector name or an estimator with fit and predict, got {learner!r}")
         self.name = name
         self._store = store
         self.policy = policy or TimingPolicy()

@@ -5,7 +5,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 
-from .dispatch import Dispatcher
+from .dispatch import Dispatcher, failed_feature, name_the_callable
 from .model import SelectorModel
 
 
@@ -136,14 +136,24 @@ class CodeVariant:
 
     # -- run ---------------------------------------------------------------------------------
     def compute_features(self, *args) -> list[float]:
-        return [f(*args) for f in self._feature_fns]
+        try:
+            return [f(*args) for f in self._feature_fns]
+        except Exception as error:
+            self._name_feature(error)
+            raise
+
+    def _name_feature(self, error: Exception) -> None:
+        """Note on ``error``, raised while computing the input features, which feature raised it."""
+        name = failed_feature(error, self.features)
+        name_the_callable(error, f"input feature {name!r} of code variant {self.name!r}" if name else
+                          f"one of the input features {self.feature_names} of code variant {self.name!r}")
 
     def allowed(self, feature_values: Iterable[float]) -> dict[str, bool]:
         return self._dispatcher.allowed(list(feature_values))
 
     def select(self, *args) -> str:
         """The variant that a call with ``args`` would run."""
-        return self._dispatcher.choose([f(*args) for f in self._feature_fns])
+        return self._dispatcher.choose(self.compute_features(*args))
 
     def explain(self, *args) -> dict:
         """How sure the model is of the choice for ``args``: the variant that would run, the
@@ -179,7 +189,12 @@ class CodeVariant:
         refiner = self._refiner
         if refiner is not None and refiner.tick():     # refining mode: an integer test first
             return self._refining_call(refiner, args)
-        choice = self._dispatcher.choose([f(*args) for f in self._feature_fns])
+        try:
+            values = [f(*args) for f in self._feature_fns]
+        except Exception as error:      # free when nothing is raised (Python 3.11+)
+            self._name_feature(error)
+            raise
+        choice = self._dispatcher.choose(values)
         if not self.fallback_on or choice == self.default:
             return self.variants[choice](*args)
         return self._run(choice, args)

@@ -125,6 +125,11 @@ def test_use_bundle_sets_the_model_and_says_how(tmp_path):
     (lambda d: d["devices"]["dev1"]["model"].update(kind="magic"), "unknown model kind"),
     (lambda d: d["devices"]["dev1"].update(features={"cores": "many"}), "not a finite number"),
     (lambda d: d.pop("devices"), "malformed bundle"),
+    (lambda d: d.update(datasheet={"gpu1": {"kind": "gpu", "names": [1080]}}), "names must be a list of text"),
+    (lambda d: d.update(datasheet={"gpu1": {"kind": "gpu", "names": "gtx 1080"}}), "names must be a list of text"),
+    (lambda d: d.update(datasheet={"gpu1": ["gpu"]}), "datasheet row 'gpu1' must be an object"),
+    (lambda d: d.update(datasheet={"gpu1": {"kind": 7}}), "kind must be text"),
+    (lambda d: d.update(datasheet={"gpu1": {"names": ["x"], "features": {"bw": None}}}), "'bw' is None, not a finite"),
 ])
 def test_invalid_bundles_are_refused_with_the_reason(tmp_path, edit, message):
     data = json.loads(_small(tmp_path).read_text())

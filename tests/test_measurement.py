@@ -40,6 +40,16 @@ def test_outputs_match_is_exact_for_integers_and_tolerant_for_floats():
 def test_policy_validation_and_row_validation():
     with pytest.raises(ValueError):
         TimingPolicy(min_repeats=5, max_repeats=2)
+    for bad, error, match in [({"min_repeats": "3"}, TypeError, "min_repeats is a whole number"),
+                              ({"warmup": 2.5}, TypeError, "warmup is a whole number"),
+                              ({"max_rounds": True}, TypeError, "max_rounds is a whole number"),
+                              ({"isolate": "no"}, TypeError, "isolate is True or False"),
+                              ({"timeout": "60"}, TypeError, "timeout is a number of seconds or None"),
+                              ({"target_seconds": -1}, ValueError, "target_seconds must be a finite number"),
+                              ({"target_seconds": float("nan")}, ValueError, "target_seconds must be")]:
+        with pytest.raises(error, match=match):
+            TimingPolicy(**bad)
+    assert TimingPolicy(min_repeats=np.int64(2), target_seconds=0, timeout=None).min_repeats == 2
     with pytest.raises(ValueError, match="malformed training row"):
         TrainingRow.from_dict({"input": "x", "features": {"N": "abc"}, "times": {}})
 

@@ -99,6 +99,18 @@ def test_compiled_evaluator_refuses_what_is_not_a_feature_vector(values):
     assert SelectorModel.from_estimator(est, ["a", "b", "c"]).compiled().predict_one(values) == -1
 
 
+def test_compiled_batch_marks_rows_that_are_not_finite():
+    rng = np.random.default_rng(1)
+    X = rng.random((60, 3))
+    est = SVMSelector().fit(X, np.where(X[:, 0] > 0.5, "x", "y"))
+    fast = SelectorModel.from_estimator(est, ["a", "b", "c"]).compiled()
+    Q = X[:4].copy()
+    Q[1, 2], Q[3, 0] = np.nan, -np.inf
+    out = fast.predict_batch(Q).tolist()
+    assert out[1] == out[3] == -1
+    assert [out[0], out[2]] == [fast.predict_one(list(Q[0])), fast.predict_one(list(Q[2]))] and min(out[0], out[2]) >= 0
+
+
 def test_a_kernel_model_with_units_scales_its_features_before_the_log_compiled_as_in_numpy():
     """A feature in millions taken in a unit of its own: the compiled evaluator and NumPy agree,
     and the model is the same function of the feature in counts with unit 1."""

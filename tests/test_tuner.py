@@ -73,6 +73,16 @@ def test_bad_training_inputs_are_named():
         tuner.tune([code_variant("featureless", {"a": lambda x: x, "b": lambda x: x})])
 
 
+def test_bad_autotuner_arguments_are_refused_when_given():
+    for bad, match in [({"policy": "fast"}, "policy is a nitro.measurement.TimingPolicy"),
+                       ({"learner": 3}, "learner is a selector name or an estimator"),
+                       ({"store": 3}, "store is a Store, a Redis URL or None")]:
+        with pytest.raises(TypeError, match=match):
+            autotuner("inc", **bad)
+    with pytest.raises(ValueError, match="non-empty name"):
+        autotuner("")
+
+
 def test_all_variants_failing_is_an_error():
     def boom(x):
         raise RuntimeError("no")

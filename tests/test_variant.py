@@ -1,3 +1,5 @@
+import sys
+
 import numpy as np
 import pytest
 
@@ -92,6 +94,41 @@ def test_compiled_dispatch_reports_bad_feature_values_clearly():
     assert cv.select(np.ones(100000)) == "big"
     with pytest.raises(ValueError, match="'size' is nan"):
         cv.select(np.ones(3))
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="exception notes are Python 3.11+")
+def test_an_error_in_a_feature_or_constraint_names_it_and_keeps_its_type():
+    import functools
+
+    class Rows:                                   # a callable object
+        def __call__(self, x):
+            return x.shape[5]
+
+    def scaled(x, k):
+        return x.size / k
+
+    cases = {"rows": Rows(), "scaled": functools.partial(scaled, k=0), "size": size}
+    cv = code_variant("sum", [small, big], cases, default="small")
+    cv.model = SelectorModel(["small", "big"], list(cases), "constant", {"label": 0})
+    for call in (cv, cv.select, cv.compute_features):
+        with pytest.raises(IndexError) as raised:
+            call(np.ones(4))
+        assert "input feature 'rows' of code variant 'sum'" in raised.value.__notes__[0]
+    cv = code_variant("sum", [small, big], {"scaled": functools.partial(scaled, k=0)})
+    with pytest.raises(ZeroDivisionError) as raised:
+        cv(np.ones(4))
+    assert "input feature 'scaled'" in raised.value.__notes__[0]
+    cv = code_variant("sum", [small, big], {"n": len})        # a builtin: no code to find
+    with pytest.raises(TypeError) as raised:
+        cv(4)
+    assert "one of the input features ['n']" in raised.value.__notes__[0]
+
+    cv = _cv(constraints=[("big", lambda f: f["rows"] > 1)])   # a feature name it does not have
+    cv.model = _model(cv)
+    with pytest.raises(KeyError) as raised:
+        cv.select(np.ones(100000))
+    assert "the constraint on variant 'big' at " in raised.value.__notes__[0]
+    assert "{'size': 100000.0}" in raised.value.__notes__[0]
 
 
 def test_fallback_on_runs_the_default_after_a_listed_failure_only():

@@ -78,6 +78,8 @@ class Store:
     BATCH = 5000
 
     def __init__(self, url: str | None = None, client: redis.Redis | None = None):
+        if not (url is None or isinstance(url, str)):
+            raise TypeError(f"a store is opened from a Redis URL (str) or None (the embedded store), got {url!r}")
         self.url = url
         self.client = client if client is not None else connect(url)
         self._check_schema()

@@ -48,6 +48,8 @@ def test_unknown_computation_and_device_are_named(store):
         store.devices("nope")
     with pytest.raises(StoreError, match="unknown device 'gpu9'"):
         store.device("gpu9")
+    with pytest.raises(TypeError, match="from a Redis URL"):
+        Store(6379)                      # a port, not a URL: refused before connecting
 
 
 def test_device_features_validated_and_merged(store):
