@@ -363,9 +363,9 @@ def load_dataset_dir(directory) -> Measurements:
     unnamed, meas = len(meas) - len(named), named
     for col in ("device", "input", "variant"):
         meas[col] = meas[col].astype(str)
-    times = meas.pivot_table(index=["device", "input"], columns="variant", values="time_s",
-                             aggfunc="median")
-    counts = meas.dropna(subset=["time_s"]).groupby(["device", "input", "variant"], sort=False).size()
+    # one grouping gives each cell's median (repeated timings) and how many timings it has
+    cells = meas.dropna(subset=["time_s"]).groupby(["device", "input", "variant"])["time_s"].agg(["median", "size"])
+    times, counts = cells["median"].unstack("variant"), cells["size"]
     times.columns.name = None
     inputs = _read_csv(directory, "inputs")
     if "input" not in inputs.columns:
