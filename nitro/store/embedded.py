@@ -69,10 +69,25 @@ def open_server(data_file: Path) -> redis.Redis:
     client.nitro_watchdog = None
     if client.cleanupregistry:          # this process started the server: it starts the watchdog
         client.nitro_watchdog = start_watchdog(client.socket_file, client.pid).pid
+        _warn_if_cut(client, data_file.parent / AOF_FILE)
     client.nitro_owner = os.getpid()
     _open.add(client)
     _install_hooks()
     return client
+
+
+def _warn_if_cut(client: redis.Redis, aof: Path) -> None:
+    """Say so when the server loaded an append-only file that ended inside a write (a crash or a
+    full disk while writing): Redis loads every whole write before the cut and drops the rest, as
+    its ``aof-load-truncated`` default says, but writes only that to its own log."""
+    try:
+        log = Path(client.logfile).read_text(errors="replace")
+    except (AttributeError, OSError):
+        return
+    if "AOF loaded anyway" in log:
+        import warnings
+        warnings.warn(f"the embedded store's {aof} ended inside a write (a crash or a full disk?): everything "
+                      "before the cut was loaded; the last write, cut off, is lost", RuntimeWarning, stacklevel=3)
 
 
 def start_watchdog(socket_file: str, server_pid: int) -> subprocess.Popen:

@@ -209,3 +209,23 @@ def test_a_snapshot_copied_alone_to_a_new_machine_is_read_not_overwritten(tmp_pa
                          timeout=120)
     assert out.returncode != 0 and "a snapshot alone) did not load: is it whole? It is left as it is" in out.stderr
     assert (cut / "nitro.rdb").read_bytes() == data[: len(data) // 2]
+
+
+def test_an_append_only_file_cut_inside_a_write_loads_with_a_warning(tmp_path):
+    """A crash or a full disk can leave ``appendonly.aof`` ending inside a write: Redis loads
+    every whole write before the cut and says so only in its own log; nitro warns."""
+    proc, server, watchdog = _start_writer(tmp_path, "cut")
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(10)
+    assert _gone_within([server, watchdog], 5.0)
+    (tmp_path / "nitro.rdb").unlink()                   # the append-only file alone holds the data
+    aof = tmp_path / "appendonly.aof"
+    clean = aof.read_bytes()
+    for data, warned in [(clean, False), (clean[:-7], True)]:   # 7 bytes short: the last write is cut
+        aof.write_bytes(data)
+        out = subprocess.run([sys.executable, "-c", READER, "cut"], env=_env(tmp_path), capture_output=True,
+                             text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        keys_ok, device_ok, pid = out.stdout.split()
+        assert keys_ok == "True" and _gone_within([int(pid)], 5.0)
+        assert ("ended inside a write" in out.stderr) == warned, out.stderr
