@@ -83,8 +83,7 @@ def datasheet_table() -> dict:
     """The datasheet's names and figures, for matching and describing devices at run time."""
     out = {}
     for row in datasheet.load().to_dict("records"):
-        names = [row["id"], row["name"], *(row["aliases"] or "").split("|")]
-        out[row["id"]] = {"kind": row["kind"], "names": [n for n in names if n],
+        out[row["id"]] = {"kind": row["kind"], "names": datasheet.names(row),
                           "features": {k: r["value"] for k, r in datasheet.features(row).items()}}
     return out
 

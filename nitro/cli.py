@@ -114,13 +114,14 @@ def _model_file(path: str):
 
 def cmd_export_cpp(args):
     from .bundle import Bundle
-    from .export_cpp import bundle_from_store, write_header
+    from .export_cpp import bundle_from_store, narrowed, write_header
     if args.bundle and args.model:
         raise ValueError("--model adds to the store's models; a --bundle brings its own: give one or the other")
     if args.bundle:
         bundle = Bundle.load(args.bundle)
         if bundle.computation != args.computation:
             raise ValueError(f"bundle {args.bundle} holds {bundle.computation!r}, not {args.computation!r}")
+        bundle = narrowed(bundle, _split(args.devices), args.default)
     else:
         bundle = bundle_from_store(_store(args), args.computation, _split(args.devices), args.default,
                                    models_given=dict(_model_file(f) for f in args.model or []))
@@ -129,7 +130,7 @@ def cmd_export_cpp(args):
               "models": {d: e["model"].kind for d, e in bundle.devices.items()}, "default": bundle.default}
     _emit(args, result, f"wrote {path} ({result['bytes']:,} bytes): models of {len(bundle.devices)} devices "
                         f"({', '.join(f'{d}: {k}' for d, k in result['models'].items())}); default {bundle.default}"
-                        + ("" if args.bundle or args.default else
+                        + ("" if args.default else " (the bundle's)" if args.bundle else
                            " (the store's first variant: pass --default with your code variant's own default "
                            "so that C++ falls back as Python does)"))
 
@@ -553,11 +554,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("computation")
     p.add_argument("-o", "--output", required=True, help="header file, e.g. selector.hpp")
     p.add_argument("--bundle", help="take the models from this bundle file instead of the store")
-    p.add_argument("--devices", help="comma-separated device ids (default: every device with a stored model)")
+    p.add_argument("--devices", help="comma-separated device ids (default: every device with a stored model, "
+                                     "or every device of the --bundle)")
     p.add_argument("--model", action="append", metavar="JSON",
                    help="a model file written by tune-from-source -o, for the device it names (repeatable; "
                         "beside the store's models)")
-    p.add_argument("--default", help="variant run where no model applies (default: the first variant)")
+    p.add_argument("--default", help="variant run where no model applies (default: the bundle's, else the "
+                                     "store's first variant)")
     p.add_argument("--namespace", help="C++ namespace (default: nitro_<computation>)")
     p.set_defaults(func=cmd_export_cpp)
 

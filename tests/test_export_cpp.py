@@ -127,6 +127,43 @@ def test_header_compiles_warning_free_when_optimised_for_this_cpu(driver):
     assert build.returncode == 0, build.stderr[-4000:]
 
 
+def test_header_compiles_warning_free_as_cpp20(driver):
+    """GCC 12 at -O2 warned (-Wrestrict) in the name matching's std::string::replace under C++20."""
+    build = subprocess.run(["g++", "-std=c++20", "-O2", "-Wall", "-Wextra", "-Werror", "-c",
+                            "-o", str(driver.dir / "driver20.o"), str(driver.dir / "driver.cpp")],
+                           capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr[-4000:]
+
+
+def test_odd_names_stay_inside_their_strings_and_comments(bundle, tmp_path):
+    """Device and variant names from a store can hold line breaks, quotes, backslashes and
+    non-ASCII text: none may end a comment line early or a string literal."""
+    odd_devices = ["gpu\nint evil = 1;", "ends in a backslash \\", "cr\rlf", "t\u00e9sla_p100 \"quoted\"", "??=x"]
+    model = next(iter(bundle.devices.values()))["model"]
+    odd = Bundle.build("odd", ["a\\", "b\nint x;"], FEATURES, "a\\",
+                       {d: SelectorModel(["a\\", "b\nint x;"], FEATURES, "constant", {"label": 1}) for d in odd_devices},
+                       datasheet=datasheet_table())
+    (tmp_path / "selector.hpp").write_text(export_header(odd, "odd"))
+    (tmp_path / "main.cpp").write_text(
+        '#include "selector.hpp"\n#include <cstdio>\nint main() {\n  const double x[3] = {1, 2, 3};\n' +
+        "".join(f"  std::printf(\"%d %d\\n\", odd::model_for({s}), odd::select({s}, x));\n"
+                for s in [json_c(d) for d in odd_devices]) +
+        '  std::printf("%d %s\\n", odd::select(nullptr, x), odd::variant_names[1]);\n}\n')
+    build = subprocess.run(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-o", str(tmp_path / "main"),
+                            str(tmp_path / "main.cpp")], capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr[-4000:]
+    out = subprocess.run([str(tmp_path / "main")], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[:len(odd_devices)] == [f"{i} 1" for i in range(len(odd_devices))]   # each found by its exact name
+    assert out[len(odd_devices)] == "0 b\nint x;".split("\n")[0] and out[len(odd_devices) + 1] == "int x;"
+    with pytest.raises(ValueError, match="NUL character"):
+        export_header(Bundle.build("nul", VARIANTS, FEATURES, "small", {"gpu\0": model}), "nul")
+
+
+def json_c(name: str) -> str:
+    """``name`` as a C++ string literal written independently of the exporter (UTF-8 bytes, octal escapes)."""
+    return '"' + "".join(f"\\{b:03o}" for b in name.encode()) + '"'
+
+
 def test_every_model_kind_chooses_as_python(bundle, driver):
     rng = np.random.default_rng(2)
     # inside the training ranges (counts, millions), far outside, signed/small values, extremes of log1p's range
@@ -198,6 +235,16 @@ def test_cli_writes_the_header_from_a_bundle_file(bundle, tmp_path, capsys):
     assert "namespace solver {" in out.read_text() and "selector.hpp" in capsys.readouterr().out
     assert main(["export-cpp", "other", "--bundle", str(path), "-o", str(out)]) == 2
     assert "holds 'my-solver', not 'other'" in capsys.readouterr().err
+    first = list(bundle.devices)[0]
+    assert main(["export-cpp", "my-solver", "--bundle", str(path), "-o", str(out), "--default", "huge",
+                 "--devices", first]) == 0
+    header = out.read_text()
+    assert "default_variant = 3;" in header and "n_models = 1;" in header and first in header
+    assert "default huge" in capsys.readouterr().out
+    assert main(["export-cpp", "my-solver", "--bundle", str(path), "-o", str(out), "--devices", "nope"]) == 2
+    assert "the bundle has no model of 'nope'" in capsys.readouterr().err
+    assert main(["export-cpp", "my-solver", "--bundle", str(path), "-o", str(out), "--default", "zzz"]) == 2
+    assert "--default 'zzz' is not one of the bundle's variants" in capsys.readouterr().err
 
 
 def test_cli_takes_a_model_file_written_by_tune_from_source(bundle, tmp_path, capsys):

@@ -96,6 +96,20 @@ def load() -> pd.DataFrame:
     return validate(pd.read_csv(PATH, dtype=str, keep_default_na=False, na_values=[""]))
 
 
+def names(row: dict) -> list[str]:
+    """The names a datasheet row matches by: its id, name and aliases, and each of those without
+    its leading vendor word where two or more words remain (``xeon_gold_6230`` names the
+    ``Intel Xeon Gold 6230``: a device id often leaves the vendor out)."""
+    given = [n for n in (row["id"], row["name"], *(row["aliases"] or "").split("|")) if n]
+    vendor = _tokens(row.get("vendor") or "")
+    out = list(given)
+    for name in given:
+        words = _tokens(name)
+        if vendor and words[:len(vendor)] == vendor and len(words) - len(vendor) >= 2:
+            out.append(" ".join(words[len(vendor):]))
+    return list(dict.fromkeys(out))
+
+
 def lookup(name: str) -> dict | None:
     """The datasheet row of a device given by id, name, alias or a reported name (e.g.
     ``"Intel(R) Xeon(R) Platinum 8380 CPU @ 2.30GHz"`` or a nitro device id); ``None`` when
@@ -104,8 +118,7 @@ def lookup(name: str) -> dict | None:
     query = _tokens(name)
     best, best_len = None, 0
     for row in load().to_dict("records"):
-        names = [row["id"], row["name"], *(row["aliases"] or "").split("|")]
-        for candidate in filter(None, names):
+        for candidate in names(row):
             words = _tokens(candidate)
             n = len(words)
             if n and any(query[i:i + n] == words for i in range(len(query) - n + 1)) and n > best_len:

@@ -56,7 +56,10 @@ def test_validation_names_the_problem(change, message):
     ("Tesla V100-SXM2-16GB", "tesla_v100_sxm2"),
     ("NVIDIA A100-SXM4-80GB", "a100_sxm4_80gb"),
     ("instinct_mi100", "instinct_mi100"),
+    ("xeon_gold_6230", "intel_xeon_gold_6230"),          # a device id without the vendor word
+    ("EPYC 7742", "amd_epyc_7742"),
     ("AMD EPYC", None),
+    ("EPYC", None),                                       # one word left once the vendor's is dropped
     ("Intel(R) Xeon(R) Platinum 8380H CPU @ 2.90GHz", None),
 ])
 def test_lookup_by_reported_name_or_id(reported, expected):
