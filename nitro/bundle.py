@@ -26,7 +26,7 @@ import sys
 from array import array
 
 from .model import SelectorModel
-from .model_params import vector
+from .model_params import flags, real, vector
 
 FORMAT = "nitro-bundle"
 VERSION = 1
@@ -135,6 +135,15 @@ def _datasheet_rows(rows) -> dict[str, dict]:
     return out
 
 
+def _block(kind: str, data) -> "Transfer":
+    """A transfer block read from a bundle; errors name the block."""
+    try:
+        return Transfer.from_dict(data)
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
+        text = str(exc) if isinstance(exc, ValueError) else f"malformed ({exc!r})"
+        raise ValueError(f"transfer block {kind!r}: {text}") from None
+
+
 def _signed_log(v: float) -> float:
     return math.copysign(math.log1p(abs(v)), v)
 
@@ -158,10 +167,10 @@ class Transfer:
         self.sources, self.device_features, self.variants = list(sources), list(device_features), list(variants)
         self.input = {**input, "centers": _as_list(input["centers"])}
         self.weights = _as_list(weights)
-        self.offset = [float(v) for v in offset]
+        self.offset = vector(offset)
         self.dev_mean, self.dev_std = vector(dev_mean), vector(dev_std)
-        self.varies = [bool(v) for v in _as_list(varies)]
-        self.spread2 = float(spread2)
+        self.varies = flags(varies)
+        self.spread2 = real(spread2)
 
     @classmethod
     def from_dict(cls, d: dict) -> "Transfer":
@@ -173,11 +182,19 @@ class Transfer:
         m, f, k = len(t.sources), len(t.device_features), len(t.variants)
         shape = d["input"]["centers"]["shape"]
         n, p = shape if len(shape) == 2 else (-1, -1)
-        if not (d["weights"]["shape"] == [m, n, k] and len(t.input["mean"]) == len(t.input["scale"]) == p
-                and math.isfinite(t.input["gamma"]) and len(t.offset) == k and len(t.varies) == f
-                and len(t.dev_mean) == len(t.dev_std) == sum(t.varies)
-                and all(s > 0 for s in t.dev_std) and all(map(math.isfinite, t.dev_mean + t.dev_std))):
-            raise ValueError("transfer block has inconsistent shapes or values")
+        for what, names in (("sources", t.sources), ("device features", t.device_features), ("variants", t.variants)):
+            if not all(isinstance(x, str) and x for x in names) or len(set(names)) != len(names):
+                raise ValueError(f"its {what} must be distinct names, got {names}")
+        mean, scale = vector(t.input["mean"]), vector(t.input["scale"])
+        for what, values in (("offset", t.offset), ("input mean", mean), ("input scale", scale),
+                             ("gamma", [t.input["gamma"]]), ("spread2", [t.spread2])):
+            if not all(map(math.isfinite, values)):
+                raise ValueError(f"its {what} holds values that are not finite")
+        if not (d["weights"]["shape"] == [m, n, k] and len(mean) == len(scale) == p and all(v > 0 for v in scale)
+                and len(t.offset) == k and len(t.varies) == f and len(t.dev_mean) == len(t.dev_std) == sum(t.varies)
+                and all(s > 0 for s in t.dev_std) and all(map(math.isfinite, t.dev_mean + t.dev_std))
+                and t.spread2 >= 0 and t.input["gamma"] > 0):
+            raise ValueError("it has inconsistent shapes or values")
         return t
 
     def to_dict(self) -> dict:
@@ -283,7 +300,7 @@ class Bundle:
             bundle = cls(computation=str(data["computation"]), variants=[str(v) for v in data["variants"]],
                          input_features=[str(f) for f in data["input_features"]], default=str(data["default"]),
                          devices=devices,
-                         transfer={str(k): Transfer.from_dict(t) for k, t in dict(data.get("transfer", {})).items()},
+                         transfer={str(k): _block(k, t) for k, t in dict(data.get("transfer", {})).items()},
                          datasheet=_datasheet_rows(data.get("datasheet", {})),
                          provenance=dict(data.get("provenance", {})))
         except (KeyError, TypeError, AttributeError, IndexError) as exc:
@@ -345,15 +362,24 @@ class Bundle:
         if device is None:
             from .devices import current_device_id
             device = current_device_id()
-        if device in self.devices:
-            return self.devices[device]["model"], {"path": "exact", "device": device}
-        product = self.product_of(device) if self.datasheet else None
+        if not isinstance(device, str) or not device:
+            raise TypeError(f"a device is named by a non-empty string (an id or a reported name), got {device!r}")
+        if not (kind is None or kind in ("cpu", "gpu") or kind in self.transfer):
+            raise ValueError(f"kind {kind!r}: give 'cpu' or 'gpu' (the bundle's blocks: {sorted(self.transfer)})")
+        local = _local_gpu(device) if query else None     # "gpu", "gpu:N": by the name it reports here
+        names = [device] + ([local["id"], local["name"]] if local else [])
+        for name in names:
+            if name in self.devices:
+                return self.devices[name]["model"], {"path": "exact", "device": name}
+        products = [self.product_of(name) for name in names] if self.datasheet else []
+        product = next((p for p in products if p is not None), None)
         for known, entry in self.devices.items():
             if product is not None and entry.get("product") == product:
                 return entry["model"], {"path": "product", "device": device, "product": product, "as": known}
         info = {"device": device, "product": product}
-        features, source = self._features(device, product, device_features, query, measure)
-        kind = kind or (self.datasheet.get(product, {}).get("kind") if product else None)
+        features, source = self._features(device, product, device_features, query, measure, local)
+        named_gpu = local is not None or device == "gpu" or device.startswith("gpu:")
+        kind = kind or ("gpu" if named_gpu else self.datasheet.get(product, {}).get("kind") if product else None)
         block = self.transfer.get(kind) if kind in self.transfer else self.transfer.get("*")
         if block is None and len(self.transfer) == 1:
             block = next(iter(self.transfer.values()))
@@ -362,19 +388,23 @@ class Bundle:
             if model is not None:
                 return model, {"path": "transfer", **info, "features_from": source,
                                "block": next(k for k, b in self.transfer.items() if b is block), **details}
-        reason = "no transfer block" if block is None else "no device features"
+        reason = ("no transfer block" if block is None else "no device features" if not features else
+                  f"none of the device features {sorted(features)} is one of the block's {block.device_features}")
         return None, {"path": "default", **info, "variant": self.default, "reason": reason}
 
-    def _features(self, device, product, given, query, measure) -> tuple[dict, str | None]:
+    def _features(self, device, product, given, query, measure, local) -> tuple[dict, str | None]:
         if given:
             return _finite_dict(dict(given), "device_features"), "given"
         if product is not None and self.datasheet.get(product, {}).get("features"):
             return dict(self.datasheet[product]["features"]), "datasheet"
         if query:
             from .devices import cpu_device_id, describe, describe_cpu
-            try:
+            try:       # what the OS or driver says (describe() adds the datasheet's figures: pandas)
                 if device in ("cpu", cpu_device_id()) and not measure:
-                    record = describe_cpu()        # what the OS says (describe() adds the datasheet: pandas)
+                    record = describe_cpu()
+                elif not measure and (local or _local_gpu(device, by_id=True)) is not None:
+                    from .devices.gpu import describe_gpu
+                    record = describe_gpu((local or _local_gpu(device, by_id=True))["index"], fill=False)
                 else:
                     record = describe(device, measure=measure)
             except (ValueError, OSError, RuntimeError):
@@ -401,6 +431,23 @@ class Bundle:
         weights = {s: round(v / total, 4) for s, v in zip(block.sources, kd)}
         provenance = {"method": "bundle transfer", "target": device, "source_weights": weights, "imputed": imputed}
         return block.model(kd, self.input_features, provenance), {"source_weights": weights, "imputed": imputed}
+
+
+def _local_gpu(device: str, by_id: bool = False) -> dict | None:
+    """This machine's GPU that ``device`` names (``gpu``, ``gpu:N``, or with ``by_id`` its id), as
+    :func:`nitro.devices.gpu.list_gpus` lists it; ``None`` for other names or without a GPU.
+    Listing loads the driver (pycuda imports NumPy): asked only where the name needs it."""
+    if not (device == "gpu" or device.startswith("gpu:") or by_id and not device.startswith("cpu")):
+        return None
+    from .devices.gpu import list_gpus
+    try:
+        gpus = list_gpus()
+    except Exception:         # a driver that fails to answer: no local GPU, as when none is listed
+        return None
+    if device == "gpu" or device.startswith("gpu:"):
+        index = 0 if device == "gpu" else int(device[4:]) if device[4:].isdigit() else -1
+        return next((g for g in gpus if g["index"] == index), None)
+    return next((g for g in gpus if g["id"] == device), None)
 
 
 def _nearest(rows: list[list[float]], target: list[float], cols: list[int]) -> int:

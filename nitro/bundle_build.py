@@ -96,9 +96,18 @@ def build_bundle(store: Store, name: str, devices=None, learner="svm", default: 
     if learner not in SELECTORS:
         raise ValueError(f"unknown learner {learner!r}; known: {', '.join(SELECTORS)}")
     meta = store.meta(name)
-    devices = list(devices) if devices else store.devices(name)
+    known = store.devices(name)
+    devices = list(devices) if devices else known
     if not devices:
         raise ValueError(f"{name}: no device has training rows in the store")
+    unknown = [d for d in devices if d not in known and store.model(name, d) is None]
+    if unknown:        # checked, as the default is, before any model is fitted and stored
+        raise ValueError(f"{name}: the store has neither rows nor a model of {', '.join(map(repr, unknown))}; "
+                         f"its devices: {', '.join(known)}")
+    default = default or meta["variants"][0]
+    if default not in meta["variants"]:
+        raise ValueError(f"{name}: the default {default!r} is not one of its variants {meta['variants']}")
+    stored = [d for d in devices if store.model(name, d) is not None]
     models = device_models(store, name, devices, learner)
     info = {}
     for d in devices:
@@ -116,8 +125,15 @@ def build_bundle(store: Store, name: str, devices=None, learner="svm", default: 
         covered = {s for b in blocks.values() for s in b.sources}
         if len(with_features) >= 2 and set(with_features) - covered:   # other kinds, unknown kinds
             blocks["*"] = transfer_block(store, name, with_features)
-    default = default or meta["variants"][0]
+    fitted = [d for d in devices if d not in stored]
     return Bundle.build(name, meta["variants"], meta["features"], default, models, info=info, transfer=blocks,
                         datasheet=datasheet_table(),
-                        provenance={"built_from": store.name, "learner": str(learner),
-                                    "devices": devices, "transfer_blocks": {k: b.sources for k, b in blocks.items()}})
+                        provenance={"built_from": _store_kind(store), "devices": devices,
+                                    "stored_models": stored, "fitted": {"learner": str(learner), "devices": fitted},
+                                    "transfer_blocks": {k: b.sources for k, b in blocks.items()}})
+
+
+def _store_kind(store: Store) -> str:
+    """The store a bundle came from, as the shipped file may say it: a server's address (never its
+    password), but not the path of the author's own embedded store."""
+    return "embedded store" if store.name.startswith("embedded store") else store.name

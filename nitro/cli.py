@@ -83,8 +83,14 @@ def cmd_bundle_build(args):
     path = bundle.save(args.output)
     result = {"file": str(path), "bytes": path.stat().st_size, "devices": sorted(bundle.devices),
               "transfer_blocks": {k: b.sources for k, b in bundle.transfer.items()}}
-    _emit(args, result, f"wrote {path} ({result['bytes']:,} bytes): models of {len(bundle.devices)} devices, "
-                        f"transfer blocks {', '.join(f'{k} ({len(v)} sources)' for k, v in result['transfer_blocks'].items()) or 'none'}")
+    made = bundle.provenance
+    result.update(stored_models=made["stored_models"], fitted=made["fitted"]["devices"])
+    fitted = (f"; fitted with --learner {made['fitted']['learner']} and stored: {', '.join(result['fitted'])}"
+              if result["fitted"] else "")
+    stored = f"; the store's models of {', '.join(result['stored_models'])}" if result["stored_models"] else ""
+    _emit(args, result, f"wrote {path} ({result['bytes']:,} bytes): models of {len(bundle.devices)} devices"
+                        f"{stored}{fitted}; transfer blocks "
+                        f"{', '.join(f'{k} ({len(v)} sources)' for k, v in result['transfer_blocks'].items()) or 'none'}")
 
 
 def cmd_bundle_show(args):

@@ -21,10 +21,27 @@ def _list(x) -> list:
     return x
 
 
+def real(v) -> float:
+    """A number as a float; text and booleans are not numbers here (``float("1.5")`` would be)."""
+    if isinstance(v, (str, bytes, bool)):
+        raise TypeError(f"expected a number, got {v!r}")
+    return float(v)
+
+
 def vector(x, n: int | None = None) -> list[float] | None:
     """The numbers of a flat list as floats, or ``None`` when it is not ``n`` long."""
-    out = [float(v) for v in _list(x)]
+    out = [real(v) for v in _list(x)]
     return out if n is None or len(out) == n else None
+
+
+def flags(x) -> list[bool]:
+    """A flat list of true/false values (0 and 1 too); ``TypeError`` for anything else ("no")."""
+    out = []
+    for v in _list(x):
+        if isinstance(v, (str, bytes)) or v not in (True, False):
+            raise TypeError(f"expected true or false, got {v!r}")
+        out.append(bool(v))
+    return out
 
 
 def ints(x, n: int | None = None) -> list[int] | None:
@@ -100,7 +117,7 @@ def flat_params(kind: str, p: dict, d_in: int, d_dev: int, k: int) -> dict:
         mean, scale, offset = vector(p["mean"], d_in), vector(p["scale"], d_in), vector(p["offset"], k)
         if None in (centers, weights, mean, scale, offset) or centers[1] == 0:
             raise ValueError("kernel model parameters have inconsistent shapes")
-        gamma = float(p["gamma"])
+        gamma = real(p["gamma"])
         if not finite(centers[0], weights[0], offset, mean, scale, [gamma]):
             raise ValueError("kernel model parameters are not all finite")
         unit = units(p, d_in, kind)
@@ -111,8 +128,8 @@ def flat_params(kind: str, p: dict, d_in: int, d_dev: int, k: int) -> dict:
         sv = matrix(p["support_vectors"], d)
         coef = matrix(p["dual_coef"], sv[1], k - 1) if sv is not None else None
         mean, scale, b = vector(p["mean"], d), vector(p["scale"], d), vector(p["intercept"], k * (k - 1) // 2)
-        log_mask = [bool(v) for v in _list(p["log_mask"])]
-        gamma = float(p["gamma"])
+        log_mask = flags(p["log_mask"])
+        gamma = real(p["gamma"])
         if (k < 2 or None in (n_support, sv, coef, mean, scale, b) or len(log_mask) != d
                 or sum(n_support) != sv[1] or sv[1] == 0 or not math.isfinite(gamma)):
             raise ValueError("svc model parameters have inconsistent shapes")
@@ -147,7 +164,7 @@ def _flat_time_kind(kind: str, p: dict, d: int, k: int) -> dict:
     if kind == "tree":
         return {"n_trees": 1, **_check_tree(p, d, k)}
     if kind == "gbt":
-        lr, init = float(p["learning_rate"]), float(p["init"])
+        lr, init = real(p["learning_rate"]), real(p["init"])
         if not (isinstance(p["trees"], list) and p["trees"] and math.isfinite(lr) and math.isfinite(init)):
             raise ValueError("gbt model needs trees, a finite learning_rate and init")
         codes = matrix(p["variant_codes"], rows=k)
@@ -161,7 +178,7 @@ def _flat_time_kind(kind: str, p: dict, d: int, k: int) -> dict:
     if kind == "linear":
         coef = matrix(p["coef"], k, d)
         mean, scale, b = vector(p["mean"], d), vector(p["scale"], d), vector(p["intercept"], k)
-        log_mask = [bool(v) for v in _list(p["log_mask"])]
+        log_mask = flags(p["log_mask"])
         if (None in (coef, mean, scale, b) or len(log_mask) != d or p["choose"] not in ("max", "min")
                 or not finite(coef[0], b, mean, scale)):
             raise ValueError("linear model parameters have inconsistent shapes or are not finite")

@@ -127,7 +127,11 @@ class CodeVariant:
         if bundle.computation != self.name or bundle.input_features != self.feature_names:
             raise ValueError(f"{self.name}: the bundle is for {bundle.computation!r} with features "
                              f"{bundle.input_features}, not {self.name!r} with {self.feature_names}")
-        model, info = bundle.model_for(device or self.device_id, **options)
+        lacking = [v for v in bundle.variants if v not in self.variants]
+        if lacking:           # checked up front: on a device without a model it would pass unseen
+            raise ValueError(f"{self.name}: the bundle's models choose among variants {lacking} that this code "
+                             f"variant does not have (its variants: {self.variant_names}); build the bundle again")
+        model, info = bundle.model_for(self.device_id if device is None else device, **options)
         if model is None:           # this code variant's default runs, whatever the bundle's says
             info = {**info, "variant": self.default}
         self.model = model

@@ -89,6 +89,40 @@ def test_missing_features_are_taken_from_the_nearest_source(spmv):
     features = {k: r["value"] for k, r in store.device(LEFT_OUT).items() if k != "mem_clock_mhz"}
     model, info = load_bundle(eight).model_for("new_gpu", device_features=features, kind="gpu")
     assert info["path"] == "transfer" and list(info["imputed"]) == ["mem_clock_mhz"]
+    assert load_bundle(eight).model_for("gpu:1", device_features=features)[1]["block"] == "gpu"   # a GPU by name
+    assert load_bundle(eight).model_for("new_gpu", device_features=features)[1]["block"] == "*"
+    model, info = load_bundle(eight).model_for("new_gpu", device_features={"core": 5000}, kind="gpu")
+    assert model is None and "none of the device features ['core'] is one of the block's" in info["reason"]
+    with pytest.raises(ValueError, match="kind 'GPU': give 'cpu' or 'gpu'"):
+        load_bundle(eight).model_for("new_gpu", device_features=features, kind="GPU")
+
+
+def test_the_store_own_xeon_is_matched_to_its_datasheet_product(spmv):
+    """Its id (xeon_gold_6230) leaves out the vendor's word of every datasheet name."""
+    _, _, nine = spmv
+    bundle = load_bundle(nine)
+    assert bundle.devices["xeon_gold_6230"]["product"] == "intel_xeon_gold_6230"
+    model, info = bundle.model_for("Intel(R) Xeon(R) Gold 6230 CPU @ 2.10GHz", query=False)
+    assert info == {"path": "product", "device": "Intel(R) Xeon(R) Gold 6230 CPU @ 2.10GHz",
+                    "product": "intel_xeon_gold_6230", "as": "xeon_gold_6230"}
+
+
+def test_a_failed_build_stores_nothing_and_provenance_says_which_models_were_fitted(spmv, tmp_path, capsys):
+    store, _, nine = spmv
+    provenance = load_bundle(nine).provenance
+    assert provenance["built_from"] == "embedded store"      # not the author's own path
+    assert provenance["fitted"] == {"learner": "tree", "devices": [LEFT_OUT]}    # the eight others: the first build's
+    assert len(provenance["stored_models"]) == 8 and LEFT_OUT not in provenance["stored_models"]
+    store.declare("fresh", *[store.meta("spmv_bundle")[k] for k in ("variants", "features")])
+    store.put_rows("fresh", "dev1", store.rows("spmv_bundle", LEFT_OUT)[:40])
+    for bad, message in [(["--default", "nope"], "the default 'nope' is not one of its variants"),
+                         (["--devices", "dev1,dev9"], "neither rows nor a model of 'dev9'")]:
+        assert main(["bundle", "build", "fresh", "--learner", "tree", "-o", str(tmp_path / "f.json"), *bad]) == 2
+        assert message in capsys.readouterr().err
+        assert store.model("fresh", "dev1") is None          # refused before any model was fitted and stored
+    assert main(["bundle", "build", "fresh", "--learner", "tree", "-o", str(tmp_path / "f.json")]) == 0
+    assert "fitted with --learner tree and stored: dev1" in capsys.readouterr().out
+    assert load_bundle(tmp_path / "f.json").provenance["fitted"] == {"learner": "tree", "devices": ["dev1"]}
 
 
 # -- a small bundle, no store -----------------------------------------------------------------
@@ -116,6 +150,12 @@ def test_use_bundle_sets_the_model_and_says_how(tmp_path):
     other = code_variant("other", {"a": lambda n: "a"}, {"n": lambda n: n})
     with pytest.raises(ValueError, match="bundle is for 'toy'"):
         other.use_bundle(path)
+    renamed = code_variant("toy", {"a": lambda n: "a", "c": lambda n: "c"}, {"n": lambda n: n})
+    with pytest.raises(ValueError, match=r"choose among variants \['b'\] that this code variant does not have"):
+        renamed.use_bundle(path, device="elsewhere", query=False)     # refused even where no model applies
+    for device, error in [(123, TypeError), ("", TypeError)]:
+        with pytest.raises(error, match="non-empty string"):
+            cv.use_bundle(path, device=device)
 
 
 @pytest.mark.parametrize("edit, message", [
@@ -130,6 +170,7 @@ def test_use_bundle_sets_the_model_and_says_how(tmp_path):
     (lambda d: d.update(datasheet={"gpu1": ["gpu"]}), "datasheet row 'gpu1' must be an object"),
     (lambda d: d.update(datasheet={"gpu1": {"kind": 7}}), "kind must be text"),
     (lambda d: d.update(datasheet={"gpu1": {"names": ["x"], "features": {"bw": None}}}), "'bw' is None, not a finite"),
+    (lambda d: d["devices"]["dev1"]["model"]["params"].update(thresholds=["10"]), "malformed"),
 ])
 def test_invalid_bundles_are_refused_with_the_reason(tmp_path, edit, message):
     data = json.loads(_small(tmp_path).read_text())
@@ -138,6 +179,31 @@ def test_invalid_bundles_are_refused_with_the_reason(tmp_path, edit, message):
     bad.write_text(json.dumps(data))
     with pytest.raises(ValueError, match=message):
         load_bundle(bad)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda t: t["offset"].__setitem__(0, float("nan")), "transfer block '\\*': its offset holds values that are not"),
+    (lambda t: t["input"]["mean"].__setitem__(0, float("nan")), "its input mean holds values that are not finite"),
+    (lambda t: t["input"].update(scale=[0.0]), "inconsistent shapes or values"),
+    (lambda t: t.update(varies=["no"]), "transfer block '\\*': malformed .*expected true or false"),
+    (lambda t: t.update(spread2="1"), "expected a number"),
+    (lambda t: t.update(sources=["dev1", "dev1"]), "its sources must be distinct names"),
+])
+def test_a_broken_transfer_block_is_refused_on_load_naming_it(tmp_path, edit, message):
+    from nitro.bundle import Transfer
+    block = Transfer(sources=["dev1", "dev2"], device_features=["cores"], variants=["a", "b"],
+                     input={"signed_log": True, "mean": [0.0], "scale": [1.0], "gamma": 0.5, "centers": [[0.0], [3.0]]},
+                     weights=[[[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.0], [0.0, 1.0]]], offset=[0.0, 0.0],
+                     dev_mean=[2.2], dev_std=[0.6], varies=[True], spread2=1.0)
+    info = {d: {"features": {"cores": c}} for d, c in (("dev1", 4), ("dev2", 16))}
+    path = Bundle.build("toy", ["a", "b"], ["n"], "a", {"dev1": _intervals(10.0, [0, 1]), "dev2": _intervals(5.0, [1, 0])},
+                        info=info, transfer={"*": block}).save(tmp_path / "t.json")
+    assert load_bundle(path).model_for("new", device_features={"cores": 8})[1]["path"] == "transfer"
+    data = json.loads(path.read_text())
+    edit(data["transfer"]["*"])
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=message):
+        load_bundle(path)
 
 
 def test_packed_arrays_are_checked(tmp_path):

@@ -241,8 +241,9 @@ def derive(record: dict) -> dict:
     return out
 
 
-def describe_gpu(index: int = 0) -> dict:
-    """Feature record of the GPU with this CUDA index (NVML index without pycuda)."""
+def describe_gpu(index: int = 0, fill: bool = True) -> dict:
+    """Feature record of the GPU with this CUDA index (NVML index without pycuda); ``fill``:
+    with the datasheet's published figures of its model that nothing here reports (pandas)."""
     gpus = list_gpus()
     match = [g for g in gpus if g["index"] == index]
     if not match:
@@ -250,6 +251,8 @@ def describe_gpu(index: int = 0) -> dict:
     record = _cuda_features(index)
     record.update(_nvml_features(match[0]["pci_bus_id"], index))
     record.update(derive(record))
+    if not fill:
+        return record
     from . import datasheet   # published figures nothing here reports (e.g. the peak rates of the model)
     return datasheet.fill(record, match[0]["name"], kind="gpu")
 
