@@ -313,8 +313,9 @@ class Bundle:
         import gzip
         from pathlib import Path
         path = Path(_file_path(path, "saved to"))
+        check_output_folder(path)
         text = json.dumps(self.to_dict(), allow_nan=False, separators=(",", ":"))
-        if path.suffix == ".gz":
+        if path.suffix.lower() == ".gz":
             path.write_bytes(gzip.compress(text.encode(), mtime=0))
         else:
             path.write_text(text)
@@ -322,11 +323,14 @@ class Bundle:
 
     @classmethod
     def load(cls, path) -> "Bundle":
-        """Read and validate a bundle file; errors name the file and the problem."""
-        path = _file_path(path, "loaded from")
+        """Read and validate a bundle file (a path, or a package resource such as
+        ``importlib.resources.files("mylib") / "data/x.json"``, which may live in a zip);
+        errors name the file and the problem."""
+        # a Traversable (importlib.resources): a file inside a zip has no path, but reads
+        resource = not isinstance(path, (str, os.PathLike)) and callable(getattr(path, "read_bytes", None))
+        path = path if resource else _file_path(path, "loaded from")
         try:
-            with open(path, "rb") as f:
-                raw = f.read()
+            raw = path.read_bytes() if resource else _read(path)
             data = json.loads(_gunzip(raw) if raw[:2] == b"\x1f\x8b" else raw)
         except FileNotFoundError:
             raise FileNotFoundError(f"no bundle file {path}") from None
@@ -464,12 +468,24 @@ def _nearest(rows: list[list[float]], target: list[float], cols: list[int]) -> i
     return d2.index(min(d2))
 
 
+def check_output_folder(path) -> None:
+    """A clear error, before any writing, when the folder a file is to be written in is missing."""
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"cannot write {path}: the folder {path.parent} does not exist (create it first)")
+
+
+def _read(path) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
 def _file_path(path, verb: str):
     """``path`` where it names a file (``str`` or ``os.PathLike``); else a TypeError. An ``int``
     would be taken by ``open`` as a file descriptor, and the caller's file closed after reading."""
     if isinstance(path, (str, os.PathLike)):
         return path
-    raise TypeError(f"a bundle is {verb} a file path (str or os.PathLike), got {path!r}")
+    hint = " (a parsed bundle: Bundle.from_dict)" if isinstance(path, dict) else ""
+    raise TypeError(f"a bundle is {verb} a file path (str or os.PathLike), got a {type(path).__name__}{hint}")
 
 
 def load_bundle(path) -> Bundle:

@@ -77,7 +77,9 @@ def cmd_store_rm(args):
 
 
 def cmd_bundle_build(args):
+    from .bundle import check_output_folder
     from .bundle_build import build_bundle
+    check_output_folder(Path(args.output))           # before the fits, not after
     bundle = build_bundle(_store(args), args.computation, _split(args.devices), learner=args.learner,
                           default=args.default)
     path = bundle.save(args.output)
@@ -107,9 +109,13 @@ def cmd_bundle_show(args):
 def _model_file(path: str):
     """``(device, model)`` from a file written by ``nitro tune-from-source -o``."""
     from .model import SelectorModel, transfer_origin
+    raw = Path(path).read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        raise ValueError(f"{path} is gzipped: a model file from tune-from-source -o is plain JSON "
+                         "(a bundle goes to --bundle)")
     try:
-        model = SelectorModel.from_dict(json.loads(Path(path).read_text()))
-    except (json.JSONDecodeError, KeyError) as exc:
+        model = SelectorModel.from_dict(json.loads(raw))
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError) as exc:
         raise ValueError(f"{path} is not a nitro model ({exc})") from None
     target = model.provenance.get("target") or transfer_origin(model.provenance).get("target")
     if not target:

@@ -429,6 +429,8 @@ def narrowed(bundle: Bundle, devices=None, default: str | None = None) -> Bundle
 
 
 def write_header(bundle: Bundle, path, namespace: str | None = None) -> Path:
+    from .bundle import check_output_folder
     path = Path(path)
+    check_output_folder(path)
     path.write_text(export_header(bundle, namespace))
     return path

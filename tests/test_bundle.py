@@ -153,6 +153,14 @@ def test_use_bundle_sets_the_model_and_says_how(tmp_path):
     renamed = code_variant("toy", {"a": lambda n: "a", "c": lambda n: "c"}, {"n": lambda n: n})
     with pytest.raises(ValueError, match=r"choose among variants \['b'\] that this code variant does not have"):
         renamed.use_bundle(path, device="elsewhere", query=False)     # refused even where no model applies
+    import zipfile                                  # a library imported from a zip: a Traversable, not a path
+    with zipfile.ZipFile(tmp_path / "mylib.zip", "w") as z:
+        z.write(path, "mylib/data/small.json")
+    assert cv.use_bundle(zipfile.Path(tmp_path / "mylib.zip") / "mylib/data/small.json", device="dev2")["path"] == "exact"
+    with pytest.raises(TypeError, match="got a dict .a parsed bundle: Bundle.from_dict"):
+        cv.use_bundle(json.loads(path.read_text()))
+    with pytest.raises(FileNotFoundError, match="the folder .*nowhere does not exist"):
+        load_bundle(path).save(tmp_path / "nowhere" / "b.json")
     for device, error in [(123, TypeError), ("", TypeError)]:
         with pytest.raises(error, match="non-empty string"):
             cv.use_bundle(path, device=device)
