@@ -321,22 +321,23 @@ def _import_profiles(store: Store, computation: str, directory: Path, measured: 
 
 def _spool_measurements(db: sqlite3.Connection, directory: Path) -> tuple[list[str], DroppedTimes, int]:
     """``measurements.csv`` into table ``meas`` (device, input, variant, time: NULL where not a
-    finite, positive number); the variants with a time, sorted, the times dropped, by why, and
-    how many rows named no device, input or variant (dropped)."""
+    finite, positive number); the variants with a time, in the order the file first names them
+    (the first is the store's default variant), the times dropped, by why, and how many rows
+    named no device, input or variant (dropped)."""
     db.execute("CREATE TABLE meas (device TEXT, input TEXT, variant TEXT, time REAL)")
-    found, dropped, unnamed = set(), DroppedTimes(), 0
+    found, dropped, unnamed = {}, DroppedTimes(), 0
     for chunk in read_csv_chunks(directory, "measurements", CHUNK):
         check_measurement_columns(directory, chunk.columns)
         named = chunk.dropna(subset=["device", "input", "variant"])   # a row naming nothing is dropped
         unnamed, chunk = unnamed + len(chunk) - len(named), named
         time, bad = run_times(chunk["time_s"])                          # NaN: stored as NULL
         dropped += bad
-        found.update(chunk["variant"][time.notna()].unique().tolist())
+        found.update(dict.fromkeys(chunk["variant"][time.notna()].unique().tolist()))
         with db:
             db.executemany("INSERT INTO meas VALUES (?, ?, ?, ?)",
                            zip(*(chunk[c].tolist() for c in ("device", "input", "variant")), time.tolist()))
     db.execute("CREATE INDEX meas_by_device ON meas (device, input)")
-    return sorted(found), dropped, unnamed
+    return list(found), dropped, unnamed
 
 
 def _spool_inputs(db: sqlite3.Connection, directory: Path) -> tuple[dict[str, str], list[str]]:

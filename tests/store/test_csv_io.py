@@ -373,3 +373,13 @@ def test_times_that_are_no_finite_number_are_counted_in_the_notes(store, tmp_pat
         "1 measurements have a time_s of zero or less: read as failed runs",
         "4 measurements have a time_s that is no finite number (2 empty or NaN, 1 infinite, 1 text such as "
         "'fast'): dropped"]
+
+
+def test_a_round_trip_keeps_the_variants_order_and_so_the_default(store, tmp_path):
+    """The store's first variant is the default of bundles and headers built without --default."""
+    store.declare("ordered", ["zeta", "alpha", "mid"], ["n"])
+    store.put_rows("ordered", "dev1", [TrainingRow(f"i{k}", {"n": float(k)}, {"zeta": 1.0, "alpha": 2.0, "mid": 3.0})
+                                       for k in range(3)])
+    export_computation(store, "ordered", tmp_path / "ds")
+    import_computation(store, "ordered-copy", tmp_path / "ds")
+    assert store.meta("ordered-copy")["variants"] == ["zeta", "alpha", "mid"]
