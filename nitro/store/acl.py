@@ -17,9 +17,11 @@ READER = (*_BASE, "~nitro:*")
 _RECORDED = ("nitro:schema", "nitro:computations", "nitro:devices", "nitro:device:*",
              "nitro:device_metadata:*", "nitro:proxy_profiles:*", "nitro:{*}:meta", "nitro:{*}:devices",
              "nitro:{*}:rows:*", "nitro:{*}:profiles:*")
-RECORDER = (*_BASE, "+hset", "+hsetnx", "+sadd", "+setnx", "+multi", "+exec", "+discard", "%R~nitro:*",
+RECORDER = (*_BASE, "+hset", "+hsetnx", "+sadd", "+setnx", "+multi", "+exec", "+discard", "+watch", "+unwatch",
+            "%R~nitro:*",       # WATCH: an import merges with the stored rows under it (Store.merge_rows)
             *(f"%W~{k}" for k in _RECORDED),
-            "(+del ~nitro:device:*)")    # replacing a device's feature record deletes it first
+            "(+del ~nitro:device:*)")    # replacing a device's feature record deletes it first (any
+                                         # device's: a key pattern cannot tell the recorder's own)
 
 OWNER = (*_BASE, "+@write", "+@transaction", "-@dangerous", "~nitro:*")
 

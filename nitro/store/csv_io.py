@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import difflib
+import functools
 import itertools
 import json
 import math
@@ -176,25 +177,19 @@ def import_computation(store: Store, computation: str, directory, variants=None,
         notes += device_notes + _unmeasured_note(devices, measured) + \
             [_unlisted_note(store, d, list(devices.index)) for d in measured
              if d not in devices.index and store.device(d, missing_ok=True) is None]
-        with_rows = set(store.devices(computation)) if stored else set()
         store.declare(computation, variants, features)
         for device, (record, metadata) in records.items():
             if record:
                 store.put_device(device, record, replace=False)
             if metadata:
                 store.put_device_metadata(device, metadata)
-        db.execute("CREATE TABLE stored (input TEXT PRIMARY KEY, times TEXT, failed TEXT) WITHOUT ROWID")
-        merged = {"rows": 0, "variants": set()}
+        kept: dict[tuple[str, str], list[str]] = {}     # (device, input) -> stored variants kept
         for device in measured:
-            with db:
-                db.execute("DELETE FROM stored")
-            if device in with_rows:
-                _spool_stored(db, store, computation, device)
-            store.put_rows(computation, device, _rows(db, device, [columns[f] for f in features], features,
-                                                      variants, merged))
-    if merged["rows"]:
-        notes.append(f"{merged['rows']} stored rows merged: they keep their stored times of variants this "
-                     f"directory does not time for their input ({', '.join(sorted(merged['variants']))})")
+            store.merge_rows(computation, device, _rows(db, device, [columns[f] for f in features], features,
+                                                        variants), functools.partial(_keep_stored, device, kept))
+    if kept:
+        notes.append(f"{len(kept)} stored rows merged: they keep their stored times of variants this "
+                     f"directory does not time for their input ({', '.join(sorted({v for k in kept.values() for v in k}))})")
     notes += _import_profiles(store, computation, directory, measured, profiles, proxies)
     return {"devices": len(measured), "rows": written, "notes": notes}
 
@@ -268,13 +263,19 @@ def _unlisted_note(store: Store, device: str, listed: list[str]) -> str:
             "tune-from-source cannot use it as a source until its features are recorded")
 
 
-def _spool_stored(db: sqlite3.Connection, store: Store, computation: str, device: str):
-    """The device's stored rows' times and failure reasons into table ``stored``, one store
-    batch at a time, to merge with the rows being imported."""
-    for batch in store.scan_rows(computation, device):
-        with db:       # HSCAN may give an input twice: the later is as new
-            db.executemany("INSERT OR REPLACE INTO stored VALUES (?, ?, ?)",
-                           ((r.input_id, json.dumps(r.times), json.dumps(r.failed)) for r in batch))
+def _keep_stored(device: str, kept: dict, new: TrainingRow, stored: TrainingRow | None) -> TrainingRow:
+    """``new`` (an imported row: no time for the variants the directory does not time for its
+    input) with the stored row's time and failure reason of each such variant; what was kept
+    goes to ``kept[(device, input)]`` (a batch merged again replaces its entries)."""
+    if stored is None:
+        return new
+    keep = [v for v, t in new.times.items() if t is None and (stored.times.get(v) is not None or v in stored.failed)]
+    if keep:
+        kept[(device, new.input_id)] = keep
+    else:
+        kept.pop((device, new.input_id), None)
+    times = {**new.times, **{v: stored.times.get(v) for v in keep}}
+    return TrainingRow(new.input_id, new.features, times, {v: stored.failed[v] for v in keep if v in stored.failed})
 
 
 def _read_profiles(path: Path, second: type) -> dict | None:
@@ -388,28 +389,18 @@ def _repeated(db: sqlite3.Connection, ids: pd.Series) -> str:
     return next(i for i in ids if db.execute("SELECT 1 FROM inputs WHERE input = ?", (i,)).fetchone())
 
 
-def _rows(db: sqlite3.Connection, device: str, columns: list[str], features: list[str], variants: list[str],
-          merged: dict):
+def _rows(db: sqlite3.Connection, device: str, columns: list[str], features: list[str], variants: list[str]):
     """The device's training rows, in input order: each input's chosen features, and each chosen
-    variant's time (the median of its measurements); a variant it has none of keeps the time
-    and failure reason of the input's row in table ``stored``, if any (counted in ``merged``)."""
-    query = (f"SELECT m.input, m.variant, m.time, s.times, s.failed, {', '.join('i.' + c for c in columns)} "
+    variant's time (the median of its measurements; no time for a variant it has none of)."""
+    query = (f"SELECT m.input, m.variant, m.time, {', '.join('i.' + c for c in columns)} "
              "FROM meas m JOIN inputs i ON i.input = m.input JOIN chosen c ON c.variant = m.variant "
-             "LEFT JOIN stored s ON s.input = m.input WHERE m.device = ? AND m.time IS NOT NULL ORDER BY m.input")
+             "WHERE m.device = ? AND m.time IS NOT NULL ORDER BY m.input")
     for input_id, group in itertools.groupby(db.execute(query, (device,)), key=itemgetter(0)):
         samples: dict[str, list[float]] = {}
-        for first in group:     # every line of the group holds the input's features and stored row
+        for first in group:     # every line of the group holds the input's features
             samples.setdefault(first[1], []).append(first[2])
         times = {v: statistics.median(samples[v]) if v in samples else None for v in variants}
-        failed = {}
-        if first[3] is not None:
-            old_times, old_failed = json.loads(first[3]), json.loads(first[4])
-            kept = [v for v in variants if v not in samples and (old_times.get(v) is not None or v in old_failed)]
-            times.update((v, old_times.get(v)) for v in kept)
-            failed = {v: old_failed[v] for v in kept if v in old_failed}
-            merged["rows"] += bool(kept)
-            merged["variants"].update(kept)
-        yield TrainingRow(input_id, dict(zip(features, first[5:])), times, failed)
+        yield TrainingRow(input_id, dict(zip(features, first[3:])), times, {})
 
 
 def _device_record(devices: pd.DataFrame, device: str) -> tuple[dict, dict]:

@@ -5,7 +5,7 @@ import itertools
 import json
 import math
 import operator
-from typing import Iterable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 import redis
 from redis.exceptions import NoPermissionError, RedisClusterException
@@ -193,6 +193,37 @@ class Store:
             pipe.hset(key, items=[x for pair in zip([r.input_id for r in batch], encode_rows(batch)) for x in pair])
             pipe.sadd(keys.computation_devices(computation), device_id)
             self._call(pipe.execute)
+
+    def merge_rows(self, computation: str, device_id: str, rows: Iterable[TrainingRow],
+                   merge: Callable[[TrainingRow, TrainingRow | None], TrainingRow], attempts: int = 100) -> None:
+        """Write each row merged with the stored row of its input (``merge(new, stored or None)``),
+        :attr:`BATCH` rows per transaction: the batch's stored rows are read under WATCH, so that
+        when another writer changes the device's rows between the read and the write, the batch
+        is read and merged again instead of writing over what that writer stored."""
+        rows, key, meta = iter(rows), keys.rows(computation, device_id), self.meta(computation)
+        where, decode = f"{computation}/{device_id}", decoder_for(meta)
+        while batch := list(itertools.islice(rows, self.BATCH)):
+            ids = [r.input_id for r in batch]
+            for _ in range(attempts):
+                try:
+                    with self.client.pipeline(transaction=True) as pipe:
+                        pipe.watch(key)
+                        found = [(i.encode(), v) for i, v in zip(ids, pipe.hmget(key, ids)) if v is not None]
+                        stored = {r.input_id: r for r in decode_rows(where, found, decode)}
+                        out = [merge(r, stored.get(r.input_id)) for r in batch]
+                        self._check_rows(computation, out, meta)
+                        pipe.multi()
+                        pipe.hset(key, items=[x for pair in zip(ids, encode_rows(out)) for x in pair])
+                        pipe.sadd(keys.computation_devices(computation), device_id)
+                        pipe.execute()
+                    break
+                except redis.WatchError:      # another writer changed these rows: read them again
+                    continue
+                except (redis.RedisError, RedisClusterException) as exc:
+                    raise self._error(exc) from None
+            else:
+                raise StoreError(f"store {self.name}: the rows of {where} changed under {attempts} attempts to merge "
+                                 "a batch (other writers on this device); run again: what was written is kept")
 
     def _scan_rows(self, computation: str, device_id: str) -> Iterator[list[tuple[bytes, bytes]]]:
         """The raw fields of a device's rows, one HSCAN reply (about :attr:`BATCH`) at a time."""

@@ -124,6 +124,8 @@ def test_recorder_records_rows_but_cannot_delete_or_write_models(users, caplog):
     assert len(tuner.measure(cv)) == 12                           # rows recorded
     recorder.put_row("inc", "dev", TrainingRow("in1", {"x": 1.0}, {"abs": 2.0, "float": 1.0}))  # re-recorded
     recorder.put_profiles("inc", "dev", {("abs", "in1"): {"flops": 1.0}})
+    recorder.merge_rows("inc", "dev", [TrainingRow("in2", {"x": 2.0}, {"abs": 3.0, "float": None})],   # an import
+                        lambda new, stored: TrainingRow(new.input_id, new.features, {**new.times, "float": stored.times["float"]}))
     before = users.snapshot()
     messages = [repr(recorder)]
     for write in (lambda: recorder.put_model("toy", "dev1", {**MODEL, "params": {"label": 2}}),   # overwrite
@@ -142,6 +144,7 @@ def test_recorder_records_rows_but_cannot_delete_or_write_models(users, caplog):
     owner = Store(users.url("owner"))
     assert owner.model("toy", "dev1") == MODEL
     assert {r.input_id: r.times["abs"] for r in owner.rows("inc", "dev")}["in1"] == 2.0
+    assert {r.input_id: r.times["abs"] for r in owner.rows("inc", "dev")}["in2"] == 3.0
     assert owner.device("dev")["cores"]["value"] == 4.0
     owner.drop_computation("inc")                                 # the owner may
     assert owner.computations() == ["toy"]

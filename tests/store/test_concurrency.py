@@ -89,3 +89,25 @@ def test_eight_processes_record_a_thousand_rows_each(shared_url):
             assert w < WRITERS and (rnd == ROWS or (rnd % 20 == 0 and (rnd // 20) % SHARED == k))
     assert reader.devices(COMP) == [DEVICE]
     print(f"{WRITERS}x{ROWS} rows in {elapsed:.1f} s, {reads} concurrent full reads")
+
+
+def test_a_merge_read_before_another_writer_wrote_is_read_again(store):
+    """Two imports of one device's inputs, each timing other variants: a batch whose stored rows
+    another writer changes between the read and the write is merged again, so neither writer's
+    times are lost (before, the second import wrote back the rows it had read, whole)."""
+    store.declare(COMP, ["a", "b", "c"], ["N", "W"])
+    base = [TrainingRow(f"in{i}", {"N": float(i), "W": 0.0}, {"a": 9.0, "b": 9.0, "c": 9.0}) for i in range(30)]
+    store.put_rows(COMP, DEVICE, base)
+    calls = {"n": 0}
+
+    def keep_stored(new, stored):
+        calls["n"] += 1
+        if calls["n"] == 1:      # another writer stores its times of "b" after this batch was read
+            store.put_rows(COMP, DEVICE, [TrainingRow(r.input_id, r.features, {**r.times, "b": 2.0}) for r in base])
+        return TrainingRow(new.input_id, new.features,
+                           {v: t if t is not None else stored.times[v] for v, t in new.times.items()})
+
+    mine = [TrainingRow(r.input_id, r.features, {"a": 1.0, "b": None, "c": None}) for r in base]
+    store.merge_rows(COMP, DEVICE, mine, keep_stored)
+    assert calls["n"] == 2 * len(base)                     # the batch was read and merged twice
+    assert {tuple(r.times.values()) for r in store.rows(COMP, DEVICE)} == {(1.0, 2.0, 9.0)}
