@@ -29,8 +29,12 @@ def cmd_demo(args):
 def cmd_store_ls(args):
     store = _store(args)
     out = {}
+    broken = {}
     for comp in store.computations():
-        meta = store.meta(comp)
+        meta = store.meta(comp, missing_ok=True)
+        if meta is None:               # its declaration is gone (a server that evicts keys when full)
+            broken[comp] = f"its declaration is missing: nitro store rm {comp} --yes removes what is left"
+            continue
         devices = store.devices(comp)
         models = {}
         for d in sorted(set(devices) | set(store.device_ids())):
@@ -39,12 +43,13 @@ def cmd_store_ls(args):
                 models[d] = model.get("provenance", {}).get("method") or model.get("kind", "?")
         out[comp] = {"variants": meta["variants"], "features": meta["features"],
                      "devices": {d: len(store.recorded_inputs(comp, d)) for d in devices}, "models": models}
-    lines = [f"{repr(store)}: {len(out)} computation(s)"]
+    lines = [f"{repr(store)}: {len(out) + len(broken)} computation(s)"]
     for comp, info in out.items():
         lines.append(f"{comp}: {len(info['variants'])} variants, features {', '.join(info['features'])}")
         lines += [f"  {d}: {n} rows" for d, n in info["devices"].items()]
         lines += [f"  model for {d}: {how}" for d, how in info["models"].items()]
-    _emit(args, out, "\n".join(lines))
+    lines += [f"{comp}: {why}" for comp, why in broken.items()]
+    _emit(args, {**out, **{c: {"broken": why} for c, why in broken.items()}}, "\n".join(lines))
 
 
 def cmd_store_export(args):
@@ -65,15 +70,22 @@ def cmd_store_import(args):
 
 
 def cmd_store_rm(args):
-    store = _store(args)
-    meta = store.meta(args.computation)          # an unknown computation: an error naming the known ones
-    rows = {d: len(store.recorded_inputs(args.computation, d)) for d in store.devices(args.computation)}
-    what = f"{sum(rows.values())} rows on {len(rows)} devices"
+    from .store import keys
+    store, name = _store(args), args.computation
+    meta = store.meta(name, missing_ok=True)
+    found = store.computation_keys(name)
+    if meta is None and not found and name not in store.computations():
+        store.meta(name)                         # an unknown computation: the error naming the known ones
+    rows = {d: len(store.recorded_inputs(name, d)) for d in store.devices(name)} if meta else {}
+    models = sum(k.startswith(keys.model(name, "x")[:-1]) for k in found)
+    what = f"{sum(rows.values())} rows on {len(rows)} devices, {models} model{'s' * (models != 1)}" if meta else \
+        f"{len(found)} keys left without its declaration"
     if not args.yes:
-        raise ValueError(f"{args.computation!r} holds {what} (variants {', '.join(meta['variants'])}): "
-                         "export it first if it may be needed again (nitro store export), then add --yes to remove it")
-    store.drop_computation(args.computation)
-    _emit(args, {"removed": args.computation, "rows": rows}, f"removed {args.computation!r}: {what}, and its models")
+        variants = f" (variants {', '.join(meta['variants'])})" if meta else ""
+        raise ValueError(f"{name!r} holds {what}{variants}: export it first if it may be needed again "
+                         "(nitro store export), then add --yes to remove it")
+    store.drop_computation(name)
+    _emit(args, {"removed": name, "rows": rows, "models": models, "keys": len(found)}, f"removed {name!r}: {what}")
 
 
 def cmd_bundle_build(args):

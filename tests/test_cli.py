@@ -46,7 +46,21 @@ def test_store_rm_says_what_it_would_remove_and_removes_only_with_yes(capsys, tm
     listing = json.loads(capsys.readouterr().out)
     assert "gone" not in listing and listing["kept"]["devices"]["synthetic_alpha_0"] == 20
     assert main(["store", "rm", "gone", "--yes"]) == 2 and "unknown computation 'gone'" in capsys.readouterr().err
-    assert main(["store", "rm", "kept", "--yes"]) == 0
+    from nitro.store import Store, keys
+    store = Store()                  # a model of a device without rows (a transfer target) goes too
+    store.put_model("kept", "new_gpu", {"format": 1, "kind": "constant", "variants": store.meta("kept")["variants"],
+                                        "input_features": store.meta("kept")["features"], "params": {"label": 0}})
+    assert main(["store", "rm", "kept", "--yes"]) == 0 and "80 rows on 4 devices, 1 model" in capsys.readouterr().out
+    assert store.computation_keys("kept") == [] and store.model("kept", "new_gpu") is None
+    assert main(["store", "import", syn, "evicted"]) == 0 and main(["store", "import", syn, "whole"]) == 0
+    store.client.delete(keys.meta("evicted"))      # what a server that evicts keys when full may leave
+    capsys.readouterr()
+    assert main(["store", "ls"]) == 0              # the other computations are still listed
+    listing = capsys.readouterr().out
+    assert "whole: " in listing and "evicted: its declaration is missing: nitro store rm evicted --yes" in listing
+    assert main(["store", "rm", "evicted", "--yes"]) == 0
+    assert "keys left without its declaration" in capsys.readouterr().out and store.computation_keys("evicted") == []
+    assert main(["store", "rm", "whole", "--yes"]) == 0
 
 
 def test_store_import_ls_export(capsys, tmp_path, spmv_dataset):

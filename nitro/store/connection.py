@@ -28,11 +28,40 @@ def default_data_dir() -> Path:
     return Path(base) / "nitro"
 
 
+def _userinfo(url: str) -> tuple[str, str, str] | None:
+    """``(before, userinfo, after)`` of a URL with a ``userinfo@`` part (the last ``@`` of the
+    host part, as urllib takes it), else ``None``."""
+    scheme, sep, rest = url.partition("://")
+    netloc = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    if not sep or "@" not in netloc:
+        return None
+    userinfo = netloc.rpartition("@")[0]
+    return scheme + sep, userinfo, rest[len(userinfo):]
+
+
 def redact(url: str) -> str:
     """The URL with any password (``user:pw@`` or ``?password=``) replaced, safe for
-    messages and logs."""
-    url = re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
-    return re.sub(r"([?&]password=)[^&]*", r"\1***", url, flags=re.IGNORECASE)
+    messages and logs (a user name alone, perhaps a password given without its colon, too)."""
+    scheme, sep, rest = url.partition("://")
+    if url_problem(url) and "@" in rest:      # a password cut by an unencoded / ? # @: all before the last @
+        return f"{scheme}{sep}***{rest[rest.rfind('@'):]}"
+    parts = _userinfo(url)
+    if parts:
+        before, userinfo, after = parts
+        url = f"{before}{userinfo.split(':', 1)[0]}:***{after}" if ":" in userinfo else f"{before}***{after}"
+    return re.sub(r"([?&]password=)[^&#]*", r"\1***", url, flags=re.IGNORECASE)
+
+
+def url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be read as meant, or ``None``: a password holding ``/ ? # @`` unencoded
+    is cut there, and its pieces read as host, port, database or options (and printed)."""
+    rest = url.partition("://")[2]
+    head, _, query = rest.partition("?")
+    path = head.partition("/")[2]
+    if "#" in rest or "@" in path or (query and any("=" not in p for p in query.split("&"))):
+        return ("the store URL does not parse as redis://user:password@host:port/db: percent-encode the "
+                "characters / ? # @ of a password (Python: urllib.parse.quote(password, safe=''))")
+    return None
 
 
 def describe(url: str | None, client: redis.Redis | None = None) -> str:
@@ -58,11 +87,18 @@ def connect(url: str | None = None) -> redis.Redis:
     lives in :func:`default_data_dir`."""
     url = url or os.environ.get(ENV_URL) or None
     if url:
+        problem = url_problem(url)
+        if problem:
+            raise StoreError(problem)
+        timeouts = {"socket_connect_timeout": 5, "socket_timeout": 30}
         try:
-            timeouts = {"socket_connect_timeout": 5, "socket_timeout": 30}
-            client = cluster_client(url, **timeouts) if is_cluster_url(url) else redis.Redis.from_url(url, **timeouts)
-            client.ping()
-        except (redis.RedisError, RedisClusterException, ValueError) as exc:
+            try:
+                client = _client(url, timeouts)
+            except redis.ResponseError as exc:   # a server before Redis 6 knows no HELLO (RESP3): speak RESP2
+                if "HELLO" not in str(exc) or "protocol=" in url:
+                    raise
+                client = _client(url, {**timeouts, "protocol": 2})
+        except (redis.RedisError, RedisClusterException, ValueError, TypeError) as exc:
             raise StoreError(f"store {redact(url)} does not answer: {clean(exc, url)}") from None
         return client
     from .embedded import open_server
@@ -75,12 +111,22 @@ def connect(url: str | None = None) -> redis.Redis:
         raise StoreError(f"embedded store in {directory} could not start: {exc}") from None
 
 
+def _client(url: str, options: dict) -> redis.Redis:
+    client = cluster_client(url, **options) if is_cluster_url(url) else redis.Redis.from_url(url, **options)
+    client.ping()
+    return client
+
+
 def clean(text: str, url: str | None) -> str:
-    """``text`` (an error message) with the password of ``url`` removed."""
+    """``text`` (an error message) with the password of ``url`` removed, and any start of it of
+    six or more characters (a server may echo an argument cut short)."""
     text = redact(str(text))
     if url:
-        found = re.findall(r"://[^:/@]*:([^@]*)@|[?&]password=([^&]*)", url, flags=re.IGNORECASE)
-        for password in {p for pair in found for p in pair if p}:
+        parts = _userinfo(url)
+        found = [parts[1].split(":", 1)[-1]] if parts else []
+        found += re.findall(r"[?&]password=([^&#]*)", url, flags=re.IGNORECASE)
+        for password in {p for p in found if p}:
             for form in {password, unquote(password)}:
-                text = text.replace(form, "***")
+                for end in range(len(form), min(len(form), 6) - 1, -1):
+                    text = text.replace(form[:end], "***")
     return text

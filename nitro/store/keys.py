@@ -57,6 +57,11 @@ def _comp(computation: str) -> str:
     return f"{PREFIX}:{{{escape(computation)}}}"
 
 
+def of_computation(computation: str) -> str:
+    """A SCAN pattern matching every key of ``computation`` (escaped names hold no glob character)."""
+    return f"{_comp(computation)}:*"
+
+
 def meta(computation: str) -> str:
     return f"{_comp(computation)}:meta"
 

@@ -83,6 +83,7 @@ class Store:
         self.url = url
         self.client = client if client is not None else connect(url)
         self._check_schema()
+        self._warn_if_evicting()
 
     def __repr__(self):
         return f"Store({self.name})"
@@ -125,6 +126,22 @@ class Store:
             raise StoreError(f"store {self.name} uses schema version {version}; this "
                              f"nitro reads up to version {keys.SCHEMA_VERSION}: upgrade nitro")
 
+    def _warn_if_evicting(self):
+        """Warn when the server drops keys without a time to live once it is full (an
+        ``allkeys-*`` ``maxmemory-policy``): nitro's rows, declarations and device records have
+        none, so such a server loses them silently. A user that may not run INFO is not warned."""
+        try:
+            info = self.client.info("memory")
+        except (redis.RedisError, RedisClusterException):
+            return
+        nodes = [info] if "maxmemory_policy" in info else [v for v in info.values() if isinstance(v, dict)]
+        evicting = sorted({n.get("maxmemory_policy") for n in nodes} & {"allkeys-lru", "allkeys-lfu", "allkeys-random"})
+        if evicting:
+            import warnings
+            warnings.warn(f"store {self.name} evicts keys when full (maxmemory-policy {evicting[0]}): recorded rows "
+                          "can be dropped without a word; set maxmemory-policy noeviction (README, \"Running a shared "
+                          "store\")", RuntimeWarning, stacklevel=3)
+
     # -- computations ---------------------------------------------------------------------
     def computations(self) -> list[str]:
         return sorted(m.decode() for m in self._call(self.client.smembers, keys.computations()))
@@ -154,7 +171,11 @@ class Store:
             if missing_ok:
                 return None
             known = ", ".join(self.computations()) or "none"
-            raise StoreError(f"unknown computation {computation!r} in the store (known: {known})")
+            listed = computation in self.computations()
+            raise StoreError(f"computation {computation!r} is listed but its declaration ({keys.meta(computation)}) "
+                             "is missing (evicted by a server that drops keys when full?): remove what is left with "
+                             f"nitro store rm {computation!r} --yes" if listed else
+                             f"unknown computation {computation!r} in the store (known: {known})")
         return {k.decode(): _loads(v, f"metadata of {computation!r}") for k, v in raw.items()}
 
     # -- training rows -----------------------------------------------------------------------
@@ -353,12 +374,17 @@ class Store:
         return {_field(k, "proxy profile", int): _loads(v, "proxy profile") for k, v in raw.items()}
 
     # -- removal -----------------------------------------------------------------------------
+    def computation_keys(self, computation: str) -> list[str]:
+        """Every key of ``computation`` (rows, models, profiles of any device, its declaration),
+        found by SCAN: a model of a device without rows (a transfer target) included."""
+        found = self._call(lambda: list(self.client.scan_iter(match=keys.of_computation(computation), count=1000)))
+        return sorted(k.decode() if isinstance(k, bytes) else k for k in found)
+
     def drop_computation(self, computation: str):
-        devices = self.devices(computation)
+        """Remove ``computation``: every key of it (:meth:`computation_keys`) and its name."""
+        found = self.computation_keys(computation)
         self._call(self.client.srem, keys.computations(), computation)
-        pipe = self.client.pipeline(transaction=True)   # keys of one hash tag: one cluster slot
-        for d in devices:
-            pipe.delete(keys.rows(computation, d), keys.model(computation, d),
-                        keys.profiles(computation, d))
-        pipe.delete(keys.meta(computation), keys.computation_devices(computation))
-        self._call(pipe.execute)
+        for start in range(0, len(found), 1000):
+            pipe = self.client.pipeline(transaction=True)   # keys of one hash tag: one cluster slot
+            pipe.delete(*found[start:start + 1000])
+            self._call(pipe.execute)

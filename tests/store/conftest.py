@@ -74,7 +74,7 @@ class RedisServer:
         end = time.monotonic() + wait
         while True:
             try:
-                if self.client().ping():
+                if self.client(protocol=2).ping():     # RESP2: any server, one without HELLO too
                     return self
             except redis.RedisError:
                 pass

@@ -193,3 +193,16 @@ def test_embedded_store_survives_restarts_and_a_killed_client(tmp_path, monkeypa
         assert sorted(r.input_id for r in store.rows("inc", "dev")) == sorted(f"in{i}" for i in range(40))
     finally:
         embedded.shutdown(store.client)
+
+
+def test_a_server_that_evicts_keys_when_full_is_warned_of(redis_server):
+    """allkeys-* policies drop keys without a time to live, as all of nitro's are, once the
+    server is full: no later error would tell that rows are gone."""
+    evicting = redis_server(args=["--maxmemory", "50mb", "--maxmemory-policy", "allkeys-lru"])
+    with pytest.warns(RuntimeWarning, match="evicts keys when full .maxmemory-policy allkeys-lru."):
+        Store(evicting.url)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Store(redis_server(args=["--maxmemory", "50mb", "--maxmemory-policy", "noeviction"]).url)
+        Store(redis_server(args=["--maxmemory", "50mb", "--maxmemory-policy", "volatile-lru"]).url)

@@ -6,6 +6,7 @@ import pickle
 import shutil
 import subprocess
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 import redis
@@ -127,6 +128,34 @@ def test_password_protected_server(redis_server, caplog):
     for text in messages + [caplog.text]:
         assert PASSWORD not in text and QUOTED not in text
     assert redact(f"rediss://u:{QUOTED}@h:1/0?password=x&db=0") == "rediss://u:***@h:1/0?password=***&db=0"
+
+
+def test_a_password_with_unencoded_reserved_characters_is_refused_and_never_printed(redis_server, capsys):
+    from nitro.cli import main
+    server = redis_server(password="Zq9%t/x@Kv:w0rd")
+    for raw in ("Zq9%t/x@Kv:w0rd", "pzz#qrk1", "mm?nn@oo"):
+        url = f"redis://:{raw}@127.0.0.1:{server.port}/0"
+        with pytest.raises(StoreError, match="percent-encode the characters / . # @ of a password") as err:
+            connect(url)
+        assert main(["store", "ls", "--store", url]) == 2
+        printed = str(err.value) + capsys.readouterr().err
+        assert not any(piece in printed for piece in ("Zq9", "Kv:w0", "pzz", "qrk1", "mm?n", "nn@oo")), printed
+        assert redact(url) == f"redis://***@127.0.0.1:{server.port}/0"
+    assert Store(f"redis://:{quote('Zq9%t/x@Kv:w0rd', safe='')}@127.0.0.1:{server.port}/0").computations() == []
+    assert redact("redis://:pa@ss@h:1/0") == "redis://:***@h:1/0"        # urllib takes the last @ of the host part
+
+
+def test_a_server_without_hello_is_spoken_to_in_resp2_and_a_cut_echo_hides_the_password(redis_server):
+    """Before Redis 6 a server knows no HELLO (RESP3, redis-py's default): nitro falls back to
+    RESP2. Such a server echoes a refused command's arguments cut to 128 characters."""
+    long_password = "Lp" + "q7" * 60
+    server = redis_server(args=["--rename-command", "HELLO", ""], password=long_password)
+    store = Store(f"redis://:{long_password}@127.0.0.1:{server.port}/0")
+    store.declare("old", ["a"], ["N"])
+    assert store.meta("old") == {"variants": ["a"], "features": ["N"]}
+    with pytest.raises(StoreError, match="does not answer") as err:      # RESP3 asked for: refused
+        connect(f"redis://:{long_password}@127.0.0.1:{server.port}/0?protocol=3")
+    assert "q7q7q7" not in str(err.value) and "HELLO" in str(err.value)
 
 
 @pytest.fixture
