@@ -129,6 +129,7 @@ def record_family(store: Store, family: str, directory, device_id: str | None = 
     owner = _owner(directory)
     if owner not in (None, device):
         raise ValueError(f"{directory} holds the recording of {owner!r}: record {device!r} in another folder")
+    store.declare(cv.name, cv.variant_names, cv.feature_names)   # first: a store refusing writes says so at once
     directory.mkdir(parents=True, exist_ok=True)
     settings = (attempts, max_foreign, wait_share, wait_window, wait_timeout)
     load_path = directory / "foreign_load.csv"
@@ -145,7 +146,6 @@ def record_family(store: Store, family: str, directory, device_id: str | None = 
     # kind, vendor and family beside the features: tune_from_source tells a new family by them
     store.put_device_metadata(device, devices.local_metadata(device, store.device(device)), replace=False)
     (directory / "device.json").write_text(json.dumps({device: store.device(device)}, indent=1))
-    store.declare(cv.name, cv.variant_names, cv.feature_names)
     # recorded: a stored row and a line quiet enough (a disturbed input is timed again)
     done = set(store.recorded_inputs(cv.name, device)) & set(quiet_enough.loc[quiet_enough["computation"] == cv.name, "input"])
     lines, ids, gave_up = [], tuner.training_ids, 0

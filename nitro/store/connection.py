@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import re
-from urllib.parse import unquote
+from urllib.parse import parse_qsl, unquote
 from pathlib import Path
 
 import redis
@@ -61,7 +61,30 @@ def url_problem(url: str) -> str | None:
     if "#" in rest or "@" in path or (query and any("=" not in p for p in query.split("&"))):
         return ("the store URL does not parse as redis://user:password@host:port/db: percent-encode the "
                 "characters / ? # @ of a password (Python: urllib.parse.quote(password, safe=''))")
+    if url.startswith(("redis://", "rediss://")) and path and not path.isdigit():
+        return f"the database of a store URL is a number (redis://host:6379/0), got {path!r}"
+    for option, value in parse_qsl(query):
+        if option in ("ssl_ca_certs", "ssl_certfile", "ssl_keyfile") and not Path(value).expanduser().is_file():
+            return f"the store URL's {option} names no file: {value}"
     return None
+
+
+def _connect_hint(exc: Exception, url: str) -> str:
+    """What to do about a failed connection, for the common causes."""
+    text = str(exc)
+    if "HELLO must be called with the client already authenticated" in text or "NOAUTH" in text \
+            or "Authentication required" in text:
+        return "; the server asks for a password: give it in the URL (redis://:PASSWORD@host:port/db)"
+    unknown = re.search(r"unexpected keyword argument '([^']+)'", text)
+    if unknown:
+        return f"; the URL option {unknown.group(1)!r} is not one redis-py knows"
+    if "Protocol error" in text:
+        return "; something else than Redis answers at that address (a wrong port?)"
+    if url.startswith("rediss://") and isinstance(exc, (redis.TimeoutError, redis.ConnectionError)):
+        return "; rediss:// speaks TLS: does the server listen for TLS on that port?"
+    if url.startswith("redis://") and "reset by peer" in text:
+        return "; a server that speaks TLS on that port wants rediss://"
+    return ""
 
 
 def describe(url: str | None, client: redis.Redis | None = None) -> str:
@@ -99,7 +122,7 @@ def connect(url: str | None = None) -> redis.Redis:
                     raise
                 client = _client(url, {**timeouts, "protocol": 2})
         except (redis.RedisError, RedisClusterException, ValueError, TypeError) as exc:
-            raise StoreError(f"store {redact(url)} does not answer: {clean(exc, url)}") from None
+            raise StoreError(f"store {redact(url)} does not answer: {clean(exc, url)}{_connect_hint(exc, url)}") from None
         return client
     from .embedded import open_server
 

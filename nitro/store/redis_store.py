@@ -20,6 +20,20 @@ from .connection import StoreError, clean, connect, describe
 _dumps = json.JSONEncoder(allow_nan=False, separators=(",", ":")).encode
 
 
+def _hint(exc: Exception) -> str:
+    """What to do about a Redis error met in the middle of work, for the common ones."""
+    text = str(exc)
+    if isinstance(exc, redis.exceptions.OutOfMemoryError) or "maxmemory" in text:
+        return (": the Redis server is full (maxmemory). What was written before is kept; free memory or raise "
+                "maxmemory, then run the same command again")
+    if "WRONGTYPE" in text:
+        return (": a key under nitro: holds another kind of value (another program's key in this database?); "
+                "give nitro a database of its own")
+    if isinstance(exc, (redis.ConnectionError, redis.TimeoutError, redis.exceptions.BusyLoadingError)):
+        return ": what was written before is kept; run the same command again to go on where it stopped"
+    return ""
+
+
 def _field(raw: bytes, what: str, second) -> tuple:
     """A ``"<name>|<key>"`` hash field, split and typed (``second`` converts the key)."""
     try:
@@ -106,17 +120,11 @@ class Store:
             return StoreError(f"store {self.name} refused: the user lacks a permission "
                               f"({clean(exc, self.url)}); connect as a user whose ACL allows it "
                               "(README, \"Access control\")")
-        return StoreError(f"store {self.name} failed ({type(exc).__name__}: {clean(exc, self.url)})")
+        return StoreError(f"store {self.name} failed ({type(exc).__name__}: {clean(exc, self.url)}){_hint(exc)}")
 
     def _check_schema(self):
         found = self._call(self.client.get, keys.schema())
-        if found is None:
-            try:
-                self.client.setnx(keys.schema(), keys.SCHEMA_VERSION)
-            except NoPermissionError:   # a read-only user of an empty store: nothing to check
-                pass
-            except (redis.RedisError, RedisClusterException) as exc:
-                raise self._error(exc) from None
+        if found is None:       # an empty store: marked by its first declaration, not by reading it
             return
         try:
             version = int(found)
@@ -159,6 +167,7 @@ class Store:
                 f"features {meta['features']}, not {variants} and {features}: use another name "
                 f"or remove the stored computation first (nitro store rm {computation} --yes)")
         if not meta:
+            self._call(self.client.setnx, keys.schema(), keys.SCHEMA_VERSION)   # the store's first: marked
             self._call(self.client.hset, keys.meta(computation),
                        mapping={"variants": _dumps(variants), "features": _dumps(features)})
         # after the metadata, so that a listed computation always has it (and idempotent, so

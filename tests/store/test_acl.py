@@ -14,6 +14,7 @@ import redis
 
 from nitro import TimingPolicy, autotuner, code_variant
 from nitro.measurement import TrainingRow
+from nitro.record import record_family
 from nitro.store import Store, StoreError, keys
 from nitro.store.acl import RULES
 from nitro.store.csv_io import export_computation
@@ -93,6 +94,7 @@ def test_reader_lists_exports_and_tunes_but_every_write_fails_and_changes_nothin
         "drop_computation": lambda: reader.drop_computation("toy"),
         "tune_from_source": lambda: tune_from_source(reader, "toy", ["a", "b", "c"], ["size", "skew"], target="dev0",
                                                      max_subset_size=1, n_jobs=1, progress=False),
+        "record_family": lambda: record_family(reader, "histogram", tmp_path / "recording", n_train=2, n_test=0),
     }
     messages = [repr(reader), reader.name]
     for name, write in writes.items():
@@ -104,6 +106,7 @@ def test_reader_lists_exports_and_tunes_but_every_write_fails_and_changes_nothin
         with pytest.raises(redis.exceptions.NoPermissionError):
             raw(reader.client)
     assert users.snapshot() == before
+    assert not (tmp_path / "recording").exists()   # refused before the device was measured or a folder made
     assert "reader" in messages[-1]               # the user is named, its password never
     no_secret(*messages, caplog.text)
 

@@ -145,6 +145,39 @@ def test_a_password_with_unencoded_reserved_characters_is_refused_and_never_prin
     assert redact("redis://:pa@ss@h:1/0") == "redis://:***@h:1/0"        # urllib takes the last @ of the host part
 
 
+def test_connection_mistakes_are_named_with_what_to_do(redis_server, tmp_path):
+    import http.server
+    import threading
+    server = redis_server(password=PASSWORD)
+    cases = [(f"redis://127.0.0.1:{server.port}/0", "the server asks for a password: give it in the URL"),
+             (f"redis://:{QUOTED}@127.0.0.1:{server.port}/0?protocl=3", "the URL option 'protocl' is not one"),
+             (f"redis://:{QUOTED}@127.0.0.1:{server.port}/abc", "the database of a store URL is a number"),
+             (f"rediss://:{QUOTED}@127.0.0.1:{server.port}/0?ssl_ca_certs={tmp_path}/none.pem",
+              "ssl_ca_certs names no file")]
+    web = http.server.HTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    cases.append((f"redis://127.0.0.1:{web.server_address[1]}/0", "something else than Redis answers"))
+    try:
+        for url, message in cases:
+            with pytest.raises(StoreError, match=message) as err:
+                connect(url)
+            assert PASSWORD not in str(err.value) and QUOTED not in str(err.value)
+    finally:
+        web.shutdown()
+
+
+def test_reading_an_empty_store_writes_nothing_and_a_full_server_says_so(redis_server):
+    server = redis_server(args=["--maxmemory", "3mb", "--maxmemory-policy", "noeviction"])
+    store = Store(server.url)
+    assert store.computations() == [] and server.client().keys("*") == []     # ls wrote no schema key
+    store.declare("big", ["a"], ["N"])
+    assert server.client().get(keys.schema()) == b"1"                          # the first declaration did
+    with pytest.raises(StoreError, match="the Redis server is full .maxmemory.. What was written before is kept"):
+        for k in range(100):
+            store.put_rows("big", "dev", [TrainingRow(f"in{k}-{i}", {"N": float(i)}, {"a": 1.0}) for i in range(5000)])
+    assert len(store.rows("big", "dev")) >= 5000
+
+
 def test_a_server_without_hello_is_spoken_to_in_resp2_and_a_cut_echo_hides_the_password(redis_server):
     """Before Redis 6 a server knows no HELLO (RESP3, redis-py's default): nitro falls back to
     RESP2. Such a server echoes a refused command's arguments cut to 128 characters."""
