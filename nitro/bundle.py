@@ -111,8 +111,12 @@ def _finite_dict(values, what: str) -> dict[str, float]:
         raise ValueError(f"{what} must be an object name -> number")
     out = {}
     for k, v in values.items():
-        if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)):
-            raise ValueError(f"{what}: {k!r} is {v!r}, not a finite number")
+        try:
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        except OverflowError:          # an int beyond a double's range
+            ok = False
+        if not ok:
+            raise ValueError(f"{what}: {k!r} is {v!r:.40}, not a finite number")
         out[str(k)] = float(v)
     return out
 
@@ -290,15 +294,32 @@ class Bundle:
     def from_dict(cls, data) -> "Bundle":
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ValueError("not a nitro model bundle (no \"format\": \"nitro-bundle\")")
-        if data.get("version") != VERSION:
-            raise ValueError(f"unsupported bundle version {data.get('version')!r} (this nitro reads {VERSION})")
+        version = data.get("version")
+        if type(version) is not int or version != VERSION:       # not true, not 1.0
+            raise ValueError(f"unsupported bundle version {version!r} (this nitro reads {VERSION})")
+        for key, kind in (("computation", str), ("default", str), ("variants", list), ("input_features", list),
+                          ("devices", dict)):
+            if not isinstance(data.get(key), kind):
+                raise ValueError(f"malformed bundle: {key!r} must be {'text' if kind is str else 'a ' + kind.__name__}, "
+                                 f"got {type(data.get(key)).__name__}")
+        for key in ("variants", "input_features"):
+            names = data[key]
+            if not all(isinstance(n, str) and n for n in names) or len(set(names)) != len(names):
+                raise ValueError(f"malformed bundle: {key!r} must be distinct names, got {names}")
         try:
             devices = {}
-            for d, e in dict(data["devices"]).items():
-                devices[str(d)] = {"model": SelectorModel.from_dict(e["model"]), "product": e.get("product"),
-                                   "kind": e.get("kind"), "features": _finite_dict(e.get("features", {}), f"features of {d!r}")}
-            bundle = cls(computation=str(data["computation"]), variants=[str(v) for v in data["variants"]],
-                         input_features=[str(f) for f in data["input_features"]], default=str(data["default"]),
+            for d, e in data["devices"].items():
+                try:
+                    model = SelectorModel.from_dict(e["model"])
+                except ValueError as exc:
+                    raise ValueError(f"the model of device {d!r}: {exc}") from None
+                product, kind = e.get("product"), e.get("kind")
+                if not all(v is None or isinstance(v, str) for v in (product, kind)):
+                    raise ValueError(f"device {d!r}: product and kind must be text or null")
+                devices[str(d)] = {"model": model, "product": product, "kind": kind,
+                                   "features": _finite_dict(e.get("features", {}), f"features of {d!r}")}
+            bundle = cls(computation=data["computation"], variants=list(data["variants"]),
+                         input_features=list(data["input_features"]), default=data["default"],
                          devices=devices,
                          transfer={str(k): _block(k, t) for k, t in dict(data.get("transfer", {})).items()},
                          datasheet=_datasheet_rows(data.get("datasheet", {})),

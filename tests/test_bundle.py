@@ -178,7 +178,13 @@ def test_use_bundle_sets_the_model_and_says_how(tmp_path):
     (lambda d: d.update(datasheet={"gpu1": ["gpu"]}), "datasheet row 'gpu1' must be an object"),
     (lambda d: d.update(datasheet={"gpu1": {"kind": 7}}), "kind must be text"),
     (lambda d: d.update(datasheet={"gpu1": {"names": ["x"], "features": {"bw": None}}}), "'bw' is None, not a finite"),
-    (lambda d: d["devices"]["dev1"]["model"]["params"].update(thresholds=["10"]), "malformed"),
+    (lambda d: d["devices"]["dev1"]["model"]["params"].update(thresholds=["10"]), "the model of device 'dev1'"),
+    (lambda d: d.update(version=True), "unsupported bundle version True"),
+    (lambda d: d.update(devices=None), "'devices' must be a dict, got NoneType"),
+    (lambda d: d.update(computation=None), "'computation' must be text"),
+    (lambda d: d.update(variants=["a", "a"]), "'variants' must be distinct names"),
+    (lambda d: d["devices"]["dev1"].update(product=7), "product and kind must be text or null"),
+    (lambda d: d["devices"]["dev1"].update(features={"cores": 10 ** 400}), "not a finite number"),
 ])
 def test_invalid_bundles_are_refused_with_the_reason(tmp_path, edit, message):
     data = json.loads(_small(tmp_path).read_text())
