@@ -78,7 +78,10 @@ def unpack(data, what: str):
     if not (isinstance(data, dict) and data.get("dtype") == "float32" and isinstance(data.get("base64"), str)
             and isinstance(data.get("shape"), list) and all(isinstance(n, int) and n >= 0 for n in data["shape"])):
         raise ValueError(f"{what} is not a packed float32 array")
-    raw = base64.b64decode(data["base64"], validate=True)
+    try:
+        raw = base64.b64decode(data["base64"], validate=True)
+    except ValueError as exc:            # binascii.Error
+        raise ValueError(f"{what} is not valid base64 ({exc})") from None
     if len(raw) != 4 * math.prod(data["shape"]):
         raise ValueError(f"{what}: {len(raw)} bytes do not hold an array of shape {data['shape']}")
     values = array("f")

@@ -231,6 +231,8 @@ def test_packed_arrays_are_checked(tmp_path):
         unpack({**packed, "shape": [4, 3]}, "x")
     with pytest.raises(ValueError, match="not finite"):
         unpack(pack(np.array([1.0, np.inf])), "x")
+    with pytest.raises(ValueError, match="transfer weights is not valid base64"):
+        unpack({**packed, "base64": "@@@@"}, "transfer weights")
     with pytest.raises(ValueError, match="ragged"):
         pack([[1.0, 2.0], [3.0]])
     (tmp_path / "text.json").write_text("not json")
