@@ -501,7 +501,13 @@ void sort_simd_sample(const T* in, std::size_t n, T* out) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
   for (std::size_t k = 0; k < buckets; ++k) {
     const std::size_t b = order[k];
-    sorter(out + start[b], start[b + 1] - start[b], hwy::SortAscending());
+    T* first = out + start[b];
+    T* last = out + start[b + 1];
+    sorter(first, start[b + 1] - start[b], hwy::SortAscending());
+    // Highway 1.0.3 (Debian 12's) leaves some buckets of few distinct small keys out of order
+    // (e.g. multiples of 1e-20: 7 of 20 calls on 100,000 keys); the keys are all there, so one
+    // pass checks the order and std::sort repairs the rare bucket it misses.
+    if (!std::is_sorted(first, last)) std::sort(first, last);
   }
   std::fill(out + start[buckets + 1], out + n, std::numeric_limits<T>::quiet_NaN());
 }

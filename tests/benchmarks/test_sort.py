@@ -55,6 +55,15 @@ def test_clustered_and_skewed_keys(dtype):
     _check_all(np.concatenate([rng.random(size // 2), np.full(size // 2, 0.25)]).astype(dtype))
 
 
+@pytest.mark.parametrize("dtype, scale", [(np.float64, 1e-20), (np.float32, 1e-9)])
+def test_few_distinct_small_keys_repeatedly(dtype, scale):
+    """Highway 1.0.3's vqsort left some buckets of such keys out of order, in 7 of 20 calls on
+    100,000 keys and 18 of 20 on a million (the keys all there): each call must sort them."""
+    keys = (np.round(np.random.default_rng(0).standard_normal(1_000_000)) * scale).astype(dtype)
+    for _ in range(4):
+        _check_all(keys)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_nans_sort_last_like_np_sort(dtype):
     rng = np.random.default_rng(2)
