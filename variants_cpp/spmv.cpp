@@ -113,8 +113,9 @@ void spmv_dia(std::int32_t n_rows, std::int32_t n_cols, std::int32_t n_diags,
       const std::int64_t lo = std::max(b, -off);
       const std::int64_t hi = std::min(end, static_cast<std::int64_t>(n_cols) - off);
       const double* val = data + d * n;
+      // A stored zero (padding, fill-in) adds nothing, as in CSR: 0 * inf would add a NaN.
 #pragma omp simd
-      for (std::int64_t i = lo; i < hi; ++i) acc[i - b] += val[i] * x[i + off];
+      for (std::int64_t i = lo; i < hi; ++i) acc[i - b] += val[i] == 0.0 ? 0.0 : val[i] * x[i + off];
     }
     std::copy(acc, acc + (end - b), y + b);
   }

@@ -29,6 +29,22 @@ MIN_VERTICES, MAX_VERTICES = 1 << 8, 1 << 17
 
 
 # -- graphs ----------------------------------------------------------------------------------
+BYTES_PER_VERTEX = 32     # building (a count and a row pointer) and a search (levels, frontiers)
+
+
+def _check_memory(n: int) -> None:
+    """A clear error, instead of the kernel's OOM kill, for more vertices than memory holds (an
+    edge list with sparse ids: the vertex count is the largest id + 1)."""
+    try:                 # Linux's estimate of what can be had without swapping (page cache included)
+        with open("/proc/meminfo") as f:
+            free = next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError):
+        return
+    if n * BYTES_PER_VERTEX > free:
+        raise ValueError(f"csr_graph: {n:,} vertices need about {n * BYTES_PER_VERTEX / 1e9:.1f} GB, and "
+                         f"{free / 1e9:.1f} GB are free here; number the vertices densely (ids 0..n-1, e.g. "
+                         "numpy.unique(ids, return_inverse=True))")
+
 def csr_graph(sources, targets, n_vertices: int) -> sp.csr_array:
     """The CSR graph with the directed edges ``sources[i] -> targets[i]``, duplicates kept,
     int32 indices and the smallest indptr type that holds the edge count."""
@@ -43,6 +59,7 @@ def csr_graph(sources, targets, n_vertices: int) -> sp.csr_array:
         raise ValueError(f"csr_graph: n_vertices must be in [0, 2**31), got {n_vertices}")
     if u.size and (min(u.min(), v.min()) < 0 or max(u.max(), v.max()) >= n):
         raise ValueError(f"csr_graph: edge endpoints must be vertices in [0, {n})")
+    _check_memory(n)
     order = np.argsort(u, kind="stable")
     index_type = np.int32 if u.size < 2**31 else np.int64
     indptr = np.zeros(n + 1, dtype=index_type)
@@ -255,8 +272,12 @@ def read_edge_list(path: str | os.PathLike, n_vertices: int | None = None) -> sp
     whitespace separated; blank lines and text after ``#`` are ignored). The vertex count is
     ``n_vertices`` or one more than the largest id."""
     sources, targets = [], []
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
+    with open(path, "rb") as f:             # read as bytes: a line that is not UTF-8 is named
+        for number, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise ValueError(f"{os.fspath(path)}, line {number}: not UTF-8 text: {raw[:60]!r}") from None
             fields = line.split("#", 1)[0].split()
             if not fields:
                 continue

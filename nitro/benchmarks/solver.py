@@ -21,6 +21,7 @@ import scipy.sparse.linalg as spla
 
 from .. import _variants
 from ..variant import CodeVariant, code_variant
+from .csr import check_csr
 
 _cpp = _variants.solver
 VARIANT_NAMES = ["cg_jacobi", "cg_block_jacobi", "cg_neumann",
@@ -70,6 +71,7 @@ def as_csr(A) -> sp.csr_matrix:
         raise TypeError("solver: complex matrices are not supported (need real float64)")
     if A.format != "csr":
         A = A.tocsr()
+    check_csr(A.indptr, A.indices, A.shape, "solver")
     if A.nnz > np.iinfo(np.int32).max:
         raise ValueError(f"solver: {A.nnz} nonzeros do not fit int32 indices")
     if A.dtype != np.float64 or A.indices.dtype != np.int32 or A.indptr.dtype != np.int32:

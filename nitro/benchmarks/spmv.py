@@ -20,6 +20,7 @@ import scipy.sparse as sp
 
 from .. import _variants
 from ..variant import CodeVariant, code_variant
+from .csr import check_csr
 
 _cpp = _variants.spmv
 VARIANT_NAMES = ["csr_scalar", "csr_vector", "ell", "dia", "coo"]
@@ -47,6 +48,8 @@ class SpmvMatrix:
         dtype = np.dtype(matrix.dtype)
         if dtype.kind not in "biuf":
             raise TypeError(f"SpMV variants are real double precision; the matrix has dtype {dtype}")
+        if sp.issparse(matrix) and matrix.format == "csr":      # read raw by scipy's own routines below
+            check_csr(matrix.indptr, matrix.indices, matrix.shape, "SpMV")
         csr = sp.csr_matrix(matrix, dtype=np.float64, copy=True)
         if max(csr.shape) > INDEX_LIMIT or csr.nnz > INDEX_LIMIT:
             raise ValueError(f"matrix of shape {csr.shape} with {csr.nnz} nonzeros is too large "

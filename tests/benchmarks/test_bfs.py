@@ -208,6 +208,17 @@ def test_bad_edge_list_files(tmp_path, text, n, message):
         bfs.read_edge_list(tmp_path / "missing.txt")
 
 
+def test_an_edge_list_too_large_for_memory_or_not_utf8_is_named(tmp_path, monkeypatch):
+    path = tmp_path / "sparse_ids.txt"
+    path.write_text("0 1\n5 2147483646\n")          # the vertex count is the largest id + 1
+    monkeypatch.setattr(bfs, "BYTES_PER_VERTEX", 10**6)   # whatever this machine's memory: too much
+    with pytest.raises(ValueError, match="2,147,483,647 vertices need about .* GB are free here; number the vertices"):
+        bfs.read_edge_list(path)
+    path.write_bytes(b"0 1\n1 2\n\xff\xfe 3\n")
+    with pytest.raises(ValueError, match="sparse_ids.txt, line 3: not UTF-8 text"):
+        bfs.read_edge_list(path)
+
+
 def test_inputs_deterministic_disjoint_and_in_range():
     (a, ia), (b, ib) = bfs.train_test_inputs(8, 8, seed=3)
     (a2, ia2), _ = bfs.train_test_inputs(8, 8, seed=3)

@@ -88,6 +88,10 @@ def test_one_by_one_and_zero_rhs(name):
 def test_bad_inputs_are_named():
     with pytest.raises(ValueError, match="empty system"):
         solver.VARIANTS["cg_jacobi"](sp.csr_matrix((0, 0)), np.zeros(0))
+    tri = sp.diags([-1.0, 4.0, -1.0], [-1, 0, 1], shape=(100, 100), format="csr")
+    tri.indices[5] = 10**9                  # segfaulted in C++ before
+    with pytest.raises(ValueError, match=r"solver: malformed CSR matrix \(a column index outside"):
+        solver.VARIANTS["cg_jacobi"](tri, np.ones(100))
     with pytest.raises(ValueError, match="empty system"):
         solver.nnz(sp.csr_matrix((0, 0)))
     with pytest.raises(TypeError, match="scipy.sparse"):

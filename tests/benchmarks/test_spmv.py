@@ -59,6 +59,16 @@ def test_variants_match_scipy_on_edge_cases(case):
     np.testing.assert_allclose(spmv.reference(M, x), sp.csr_matrix(M, dtype=float) @ x)
 
 
+def test_a_non_finite_x_reaches_only_the_rows_that_use_it():
+    """DIA stores zeros (padding, fill-in); multiplied by an inf in x they gave NaN in rows with
+    no entry in that column (SciPy's own DIA product does): every variant answers as CSR."""
+    A = spmv.SpmvMatrix(sp.csr_matrix(np.array([[1.0, 0, 0], [1, 1, 0], [0, 0, 1]])))
+    for x in (np.array([1.0, np.inf, 1.0]), np.array([np.nan, 1.0, 1.0])):
+        expected = A.csr @ x
+        for name, fn in spmv.VARIANTS.items():
+            np.testing.assert_array_equal(fn(A, x), expected, err_msg=name)
+
+
 def test_variants_match_scipy_on_generated_matrices_and_thread_counts():
     args, ids = spmv.make_inputs(12, seed=11, min_nnz=30_000, max_nnz=60_000)
     long_row = sp.random(40, 50_000, density=0.001, random_state=4, format="lil")
@@ -131,6 +141,12 @@ def test_bad_arguments_are_named():
         spmv._cpp.csr_scalar(np.array([0, 5], np.int32), np.zeros(1, np.int32), np.zeros(1), np.ones(1))
     with pytest.raises(TypeError):                  # no silent conversion in the binding
         spmv._cpp.csr_scalar(A.indptr.astype(np.int64), A.indices, A.data, np.ones(4))
+    tri = sp.diags([1.0, 4.0, 1.0], [-1, 0, 1], shape=(100, 100), format="csr")
+    for bad in (100, 10**9, -1):               # read past x (or crashed) before
+        broken = tri.copy()
+        broken.indices[5] = bad
+        with pytest.raises(ValueError, match=r"SpMV: malformed CSR matrix \(a column index outside \[0, 100\)\)"):
+            spmv.csr_scalar(broken, np.ones(100))
 
 
 def test_inputs_deterministic_disjoint_and_varied():
