@@ -204,7 +204,8 @@ using TransposeFn = void (*)(double*, std::int64_t, std::int64_t);
 
 template <TransposeFn fn>
 void transpose_in_place(py::array_t<double, py::array::c_style> data, std::int64_t m, std::int64_t n) {
-  if (m < 0 || n < 0 || data.size() != m * n)
+  const std::int64_t size = data.size();  // m * n, compared by division: the product can overflow
+  if (m < 0 || n < 0 || (m == 0 ? size != 0 : size % m != 0 || size / m != n))
     throw py::value_error("transpose: the buffer must hold exactly m * n float64 values");
   double* d = data.mutable_data();
   py::gil_scoped_release release;

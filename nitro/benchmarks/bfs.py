@@ -82,6 +82,7 @@ def _check(graph, source) -> tuple[np.ndarray, np.ndarray, int]:
         if indices.size and not 0 <= indices.min() <= indices.max() < n:
             raise ValueError("bfs: malformed CSR graph (an index outside [0, n))")
         indices = indices.astype(np.int32)
+    indptr, indices = np.ascontiguousarray(indptr), np.ascontiguousarray(indices)   # a strided view: a copy
     if isinstance(source, (bool, np.bool_)) or not isinstance(source, Integral):
         raise TypeError(f"bfs source must be an integer vertex, got {source!r}")
     if not 0 <= source < n:

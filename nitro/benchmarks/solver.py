@@ -97,8 +97,8 @@ def solve(A, b, variant: str = "cg_jacobi", tol: float = TOL, max_iter: int = MA
         raise ValueError(f"unknown solver variant {variant!r}; known: {VARIANT_NAMES}")
     if not (0.0 < tol < 1.0):
         raise ValueError(f"solver: tol must be in (0, 1), got {tol}")
-    if int(max_iter) < 1:
-        raise ValueError(f"solver: max_iter must be >= 1, got {max_iter}")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or not 1 <= max_iter < 2**31:
+        raise ValueError(f"solver: max_iter must be a whole number in [1, 2**31), got {max_iter!r}")
     A = as_csr(A)
     b = _as_rhs(b, A.shape[0])
     x, status, iterations, relres = getattr(_cpp, variant)(A.indptr, A.indices, A.data, b, float(tol),

@@ -29,6 +29,8 @@ ASC_SEQ_SAMPLE = 8192              # #AscSeq is exact up to this many keys, esti
 def _as_keys(keys) -> np.ndarray:
     if not isinstance(keys, np.ndarray):
         raise TypeError(f"sort input must be a numpy array, got {type(keys).__name__}")
+    if not keys.dtype.isnative and keys.dtype.kind == "f":     # big-endian data: a native copy
+        keys = keys.astype(keys.dtype.newbyteorder("="))
     if keys.dtype not in (np.float32, np.float64):
         raise TypeError(f"sort input must have dtype float32 or float64, got {keys.dtype}")
     if keys.ndim != 1:

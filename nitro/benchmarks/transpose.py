@@ -33,6 +33,8 @@ class TransposeInput:
     def __init__(self, matrix):
         if not isinstance(matrix, np.ndarray):
             raise TypeError(f"transpose input must be a numpy array, got {type(matrix).__name__}")
+        if not matrix.dtype.isnative and matrix.dtype.kind == "f":     # big-endian data: a native copy
+            matrix = matrix.astype(matrix.dtype.newbyteorder("="))
         if matrix.dtype != np.float64:
             raise TypeError(f"transpose input must have dtype float64, got {matrix.dtype}")
         if matrix.ndim != 2:

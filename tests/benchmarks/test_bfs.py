@@ -94,6 +94,10 @@ def test_scipy_int64_index_arrays_are_accepted():
     wide.indices[0] = graph.shape[0]
     with pytest.raises(ValueError, match="malformed CSR"):
         bfs.VARIANTS["serial_queue"](wide, 0)
+    strided = sp.csr_array((graph.data, np.repeat(graph.indices, 2)[::2], graph.indptr), shape=graph.shape)
+    assert not strided.indices.flags.c_contiguous             # a view, as scipy may keep one
+    for fn in bfs.VARIANTS.values():
+        assert np.array_equal(fn(strided, 0), expected)
 
 
 def test_chain_depths():

@@ -88,6 +88,9 @@ def test_one_by_one_and_zero_rhs(name):
 def test_bad_inputs_are_named():
     with pytest.raises(ValueError, match="empty system"):
         solver.VARIANTS["cg_jacobi"](sp.csr_matrix((0, 0)), np.zeros(0))
+    for max_iter in (1.5, 2**70, True):
+        with pytest.raises(ValueError, match="max_iter must be a whole number"):
+            solver.solve(sp.identity(3, format="csr"), np.ones(3), max_iter=max_iter)
     tri = sp.diags([-1.0, 4.0, -1.0], [-1, 0, 1], shape=(100, 100), format="csr")
     tri.indices[5] = 10**9                  # segfaulted in C++ before
     with pytest.raises(ValueError, match=r"solver: malformed CSR matrix \(a column index outside"):

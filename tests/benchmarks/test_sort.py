@@ -88,6 +88,9 @@ def test_bad_inputs_are_named_and_strided_input_works():
         assert np.array_equal(fn(keys), np.sort(keys))
     with pytest.raises(TypeError, match="float32 or float64"):
         sort.VARIANTS["merge"](np.arange(4))
+    big_endian = np.random.default_rng(3).standard_normal(3000).astype(">f8")
+    for fn in sort.VARIANTS.values():
+        assert np.array_equal(fn(big_endian), np.sort(big_endian))
     with pytest.raises(TypeError, match="numpy array"):
         sort.VARIANTS["radix"]([1.0, 2.0])
     with pytest.raises(ValueError, match="1-D"):

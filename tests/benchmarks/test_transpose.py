@@ -57,6 +57,11 @@ def test_bad_inputs_are_named():
         transpose._cpp.c2r(np.zeros(5), 2, 3)
     strided = np.arange(40.0).reshape(5, 8)[:, ::2]                    # copied to a contiguous matrix
     assert np.array_equal(transpose.VARIANTS["r2c"](strided), strided.T)
+    with pytest.raises(ValueError, match="m \\* n"):                  # the product overflows int64
+        transpose._cpp.c2r(np.zeros(0), 2**32, 2**32)
+    big_endian = np.arange(12.0).reshape(3, 4).astype(">f8")
+    for fn in transpose.VARIANTS.values():
+        assert np.array_equal(fn(big_endian), big_endian.T)
 
 
 def test_features():
