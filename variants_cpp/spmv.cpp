@@ -101,8 +101,13 @@ void spmv_ell(std::int32_t n_rows, std::int32_t width, const std::int32_t* indic
   }
 }
 
-void spmv_dia(std::int32_t n_rows, std::int32_t n_cols, std::int32_t n_diags,
-              const std::int32_t* offsets, const double* data, const double* x, double* y) {
+namespace {
+// DIA rows [0, n_rows): the stored diagonals times x. With skip_zeros a stored zero (padding,
+// fill-in) adds nothing, as in CSR, where 0 * inf would add a NaN; that select costs about a
+// third of the loop's time, so it runs only for an x that holds a value that is not finite.
+template <bool skip_zeros>
+void dia_rows(std::int32_t n_rows, std::int32_t n_cols, std::int32_t n_diags, const std::int32_t* offsets,
+              const double* data, const double* x, double* y) {
   const std::int64_t n = n_rows;
 #pragma omp parallel for schedule(static) num_threads(threads_for(n * (n_diags + 1)))
   for (std::int64_t b = 0; b < n; b += kRowBlock) {
@@ -113,12 +118,24 @@ void spmv_dia(std::int32_t n_rows, std::int32_t n_cols, std::int32_t n_diags,
       const std::int64_t lo = std::max(b, -off);
       const std::int64_t hi = std::min(end, static_cast<std::int64_t>(n_cols) - off);
       const double* val = data + d * n;
-      // A stored zero (padding, fill-in) adds nothing, as in CSR: 0 * inf would add a NaN.
 #pragma omp simd
-      for (std::int64_t i = lo; i < hi; ++i) acc[i - b] += val[i] == 0.0 ? 0.0 : val[i] * x[i + off];
+      for (std::int64_t i = lo; i < hi; ++i)
+        acc[i - b] += skip_zeros ? (val[i] == 0.0 ? 0.0 : val[i] * x[i + off]) : val[i] * x[i + off];
     }
     std::copy(acc, acc + (end - b), y + b);
   }
+}
+}  // namespace
+
+void spmv_dia(std::int32_t n_rows, std::int32_t n_cols, std::int32_t n_diags,
+              const std::int32_t* offsets, const double* data, const double* x, double* y) {
+  bool finite = true;
+#pragma omp parallel for simd reduction(&& : finite) num_threads(threads_for(n_cols))
+  for (std::int32_t j = 0; j < n_cols; ++j) finite = finite && x[j] - x[j] == 0.0;   // NaN or inf: not 0
+  if (finite)
+    dia_rows<false>(n_rows, n_cols, n_diags, offsets, data, x, y);
+  else
+    dia_rows<true>(n_rows, n_cols, n_diags, offsets, data, x, y);
 }
 
 void spmv_coo(std::int32_t n_rows, std::int64_t nnz, const std::int32_t* rows,

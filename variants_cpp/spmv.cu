@@ -83,7 +83,9 @@ __global__ void dia_kernel(int n_rows, int n_cols, int n_diags, const int* __res
   double sum = 0.0;
   for (int d = 0; d < n_diags; ++d) {
     const long long col = static_cast<long long>(row) + offsets[d];
-    if (col >= 0 && col < n_cols) sum += data[static_cast<long long>(d) * n_rows + row] * x[col];
+    if (col < 0 || col >= n_cols) continue;
+    const double v = data[static_cast<long long>(d) * n_rows + row];
+    if (v != 0.0) sum += v * x[col];  // a stored zero adds nothing, as in CSR (0 * inf is NaN)
   }
   y[row] = sum;
 }
