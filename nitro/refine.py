@@ -115,17 +115,20 @@ variant is run and timed is passed in (:class:`TimedRun` here, recorded times th
 """
 from __future__ import annotations
 
+import atexit
 import bisect
 import hashlib
 import inspect
 import itertools
 import math
 import numbers
+import os
 import queue
 import random
 import threading
 import time
 import warnings
+import weakref
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
@@ -177,6 +180,10 @@ class TimedRun:
         return out, time.perf_counter() - start
 
 
+class WrongResult(Exception):
+    """An explored variant's result differed from the served choice's (or the reference's)."""
+
+
 @dataclass
 class Exploration:
     """What one explored call ran: ``results`` and ``times`` (fastest of the repeats) of the
@@ -188,6 +195,35 @@ class Exploration:
     times: dict[str, float] = field(default_factory=dict)
     errors: dict[str, BaseException] = field(default_factory=dict)
     spent: float = 0.0
+
+
+EXIT_FLUSH = 5.0       # seconds the rows still queued at interpreter exit may take to be written
+_with_rows: "weakref.WeakSet[Refiner]" = weakref.WeakSet()   # refiners whose writer opened a store
+_running: "weakref.WeakSet[Refiner]" = weakref.WeakSet()
+_exit_hook: list = []       # registered once
+
+
+def _flush_at_exit(refiner: "Refiner") -> None:
+    """At normal exit, write the rows still queued (up to ``EXIT_FLUSH`` seconds) instead of
+    dropping them with the writer's daemon thread. Registered after the store was opened, so
+    that it runs before the embedded store's own exit hook (atexit runs the last one first)."""
+    if not _exit_hook:
+        atexit.register(_flush_all)
+        _exit_hook.append(True)
+    _with_rows.add(refiner)
+
+
+def _flush_all() -> None:
+    for refiner in list(_with_rows):
+        refiner.stop(timeout=EXIT_FLUSH)
+
+
+def _forget_after_fork() -> None:
+    for refiner in list(_running):
+        refiner._forget()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def default_refit(base: SelectorModel, X: np.ndarray, times: np.ndarray,
@@ -335,7 +371,8 @@ class Refiner:
                  window: int = 256, warmup: int = 16, refit_every: int = REFIT_EVERY,
                  refit: Callable | None = None, queue_size: int = 1024, seed: int = 0,
                  repeats: int = 1, background: bool = True, on_stop: Callable | None = None,
-                 refit_in: str = REFIT_IN, audit: float = AUDIT):
+                 refit_in: str = REFIT_IN, audit: float = AUDIT, check: Callable | None = None,
+                 reference: Callable | None = None):
         check_options(computation, store=store, refit=refit, budget=budget, time_budget=time_budget,
                       quantile=quantile, candidates=candidates, window=window, warmup=warmup,
                       refit_every=refit_every, queue_size=queue_size, repeats=repeats, audit=audit,
@@ -347,6 +384,7 @@ class Refiner:
         if store is not None and not device_id:
             raise ValueError(f"{computation}: recording refined rows needs the device id they belong to")
         self.computation, self.device_id = computation, device_id
+        self.check, self.reference = check, reference
         self.budget, self.candidates, self.quantile = float(budget), candidates, float(quantile)
         self.audit = float(audit)
         self.time_budget = None if time_budget is None else float(time_budget)
@@ -383,7 +421,7 @@ class Refiner:
         self._counts = dict(candidate_calls=0, explored=0, budget_skips=0, time_skips=0, rows_recorded=0,
                             rows_written=0, rows_dropped=0, store_errors=0, refits=0, refits_kept=0, base_held=0,
                             refits_lost=0, refit_errors=0, refit_skips=0, explored_during_refits=0, disputed=0,
-                            audits=0)
+                            audits=0, wrong_results=0)
         self.explore_seconds = 0.0     # all variant runs of explored calls
         self.extra_seconds = 0.0       # the part the model's choice alone would not have spent
         self.last_store_error: str | None = None
@@ -404,6 +442,7 @@ class Refiner:
                                                   daemon=True))
         for t in self._threads:
             t.start()
+        _running.add(self)
 
     # -- the decision (shared by real calls and the replay) ------------------------------------
     def tick(self) -> bool:
@@ -426,6 +465,8 @@ class Refiner:
                 return None
         d = self._dispatcher
         model = d.model if chosen_by is None else chosen_by
+        if model is None:                      # the model was taken away (cv.model = None): a plain call
+            return None
         scores = model.compiled().scores_one(values)          # C++ for kernel models
         if scores is None:
             scores = model.scores([values])[0].tolist()
@@ -568,7 +609,7 @@ class Refiner:
                     self._cost.add(values, seconds)
 
     def explore(self, values: Sequence[float], choice: str, run_order: list[str],
-                run: Callable[[str], tuple[Any, float]]) -> Exploration:
+                run: Callable[[str], tuple[Any, float]], reference: Callable[[], Any] | None = None) -> Exploration:
         """Run ``run_order`` with ``run(variant) -> (result, seconds)``, record the row, and
         refit when ``refit_every`` rows, or ``REFIT_GROWTH`` of all rows if more, have come in
         since the last refit."""
@@ -587,20 +628,48 @@ class Refiner:
                 ex.spent += seconds
                 ex.results.setdefault(v, out)
                 ex.times[v] = min(seconds, ex.times.get(v, math.inf))
+        if self.check is not None:
+            self._check_results(ex, reference)
         self._record(values, ex)
         return ex
+
+    def _check_results(self, ex: Exploration, reference: Callable[[], Any] | None) -> None:
+        """Fail the variants whose result differs, by ``check``, from the served choice's (or,
+        where a ``reference`` is given and they differ, from the reference's): a fast wrong
+        variant must not be learned. Failed, its time is +inf, as in training."""
+        if ex.choice not in ex.results or len(ex.results) < 2:
+            return
+        served = ex.results[ex.choice]
+        differ = [v for v in ex.results if v != ex.choice and not self._same(ex.results[v], served)]
+        if not differ:
+            return
+        against, what = served, f"the served choice {ex.choice!r}"
+        if reference is not None:        # which one is wrong: the reference says (once, on a mismatch)
+            against, what = reference(), "the reference"
+            differ = [v for v in ex.results if not self._same(ex.results[v], against)]
+        for v in differ:
+            ex.errors[v] = WrongResult(f"its result differs from {what}'s")
+            ex.times[v] = math.inf
+        self._counts["wrong_results"] += len(differ)
+
+    def _same(self, result, expected) -> bool:
+        try:
+            return bool(self.check(result, expected))
+        except Exception:             # not comparable (None against an array): not the same
+            return False
 
     def timed(self, variants: Mapping[str, Callable], args: tuple) -> TimedRun:
         """The real way of running a call's variants (:class:`TimedRun`)."""
         return TimedRun(variants, args)
 
     def maybe_explore(self, values: Sequence[float], choice: str, run: Callable[[str], tuple[Any, float]],
-                      chosen_by: SelectorModel | None = None) -> Exploration | None:
+                      chosen_by: SelectorModel | None = None,
+                      reference: Callable[[], Any] | None = None) -> Exploration | None:
         """The refining step of a candidate call (after :meth:`tick`): ``None`` when the call
         should just run ``choice`` (made by ``chosen_by``, where known: :meth:`plan`), else what
         exploring it ran."""
         order = self.plan(values, choice, chosen_by)
-        return None if order is None else self.explore(values, choice, order, run)
+        return None if order is None else self.explore(values, choice, order, run, reference)
 
     # -- rows -------------------------------------------------------------------------------------
     def _record(self, values, ex: Exploration):
@@ -791,6 +860,18 @@ class Refiner:
         self._store.declare(self.computation, self._dispatcher.variants, self._dispatcher.features)
         return self._store
 
+    def _put(self, store, row: TrainingRow) -> None:
+        """Write one row; a store that lost the computation (restarted without its data, or a
+        computation removed) has it declared again, once, and the row written then."""
+        from .store import StoreError
+        try:
+            store.put_row(self.computation, self.device_id, row)
+        except StoreError as exc:
+            if "unknown computation" not in str(exc):
+                raise
+            store.declare(self.computation, self._dispatcher.variants, self._dispatcher.features)
+            store.put_row(self.computation, self.device_id, row)
+
     def _write_loop(self):
         store = None
         while True:
@@ -806,7 +887,8 @@ class Refiner:
                     continue
                 if store is None:
                     store = self._open_store()
-                store.put_row(self.computation, self.device_id, row)
+                    _flush_at_exit(self)
+                self._put(store, row)
                 self._counts["rows_written"] += 1
             except Exception as exc:  # a slow or failing store never reaches the calls
                 self._counts["store_errors"] += 1
@@ -845,7 +927,27 @@ class Refiner:
             writers = [t for t in self._threads if t.name.startswith("nitro-refine-store")]
             for t in writers if wait else ():
                 t.join(max(0.0, self._stop_deadline - time.monotonic()) + 0.1)
+            if wait and self._queue is not None:    # the time is over: what is still queued is dropped
+                self._drain()
         return self.stats()
+
+    def _drain(self) -> None:
+        """Count the rows left in the queue as dropped (the writer may be stuck on a slow store)."""
+        while True:
+            try:
+                self._queue.get_nowait()
+            except queue.Empty:
+                return
+            self._counts["rows_dropped"] += 1
+            self._queue.task_done()
+
+    def _forget(self) -> None:
+        """In a forked child: no writer or refit thread came along, so the child dispatches
+        plainly with the model it has (its own exploring would reach no store, no refit)."""
+        self._stopped, self._queue = True, None
+        on_stop, self._on_stop = self._on_stop, None
+        if on_stop is not None:
+            on_stop(self)
 
     @property
     def active(self) -> bool:

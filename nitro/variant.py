@@ -114,6 +114,12 @@ class CodeVariant:
     @model.setter
     def model(self, model: SelectorModel | None):
         self._dispatcher.set_model(model)
+        refiner = self._refiner
+        if refiner is not None:     # its refits, of the model it started from, would replace this one
+            refiner.stop(wait=False)
+            import warnings
+            warnings.warn(f"{self.name}: refining mode stopped, since a model was installed by hand; call "
+                          "refine() again to refine it", RuntimeWarning, stacklevel=2)
 
     def use_bundle(self, bundle, device: str | None = None, **options) -> dict:
         """Take this device's model from a bundle (a :class:`nitro.bundle.Bundle` or its file):
@@ -217,7 +223,8 @@ class CodeVariant:
         values = self.compute_features(*args)
         model = self._dispatcher.model          # one read: the choice and its scores from one model
         choice = self._dispatcher.choose(values, model)
-        ex = refiner.maybe_explore(values, choice, refiner.timed(self.variants, args), model)
+        reference = (lambda: self.reference(*args)) if self.reference is not None else None
+        ex = refiner.maybe_explore(values, choice, refiner.timed(self.variants, args), model, reference)
         if ex is None:                 # timed: the time budget's account of the served calls
             start = time.perf_counter()
             out = self._run(choice, args)
@@ -271,8 +278,10 @@ class CodeVariant:
             if refit is not None:
                 options["refit"] = refit
         this = weakref.ref(self)          # the refiner's threads must not keep the code variant alive
+        from .measurement import outputs_match
         refiner = Refiner(self._dispatcher, self.name, store=store, device_id=device_id,
-                          on_stop=lambda r: (cv := this()) is not None and cv._detach(r), **options)
+                          on_stop=lambda r: (cv := this()) is not None and cv._detach(r),
+                          check=self.check or outputs_match, **options)
         self._refiner_finalizer = weakref.finalize(self, refiner.stop, wait=False)   # dropped while refining
         self._refiner = refiner
         return refiner

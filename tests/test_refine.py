@@ -1,8 +1,10 @@
 """Refining mode: bounded exploration, constraints, rows reaching a real store without
 blocking calls, refits swapped in atomically, and a failing refit or store never reaching the
 calls. Variants are plain Python functions that say who ran (no sleeping, no timed asserts)."""
+import os
 import socket
 import threading
+from pathlib import Path
 import warnings
 
 import numpy as np
@@ -13,6 +15,7 @@ from nitro.dispatch import Dispatcher
 from nitro.refine import Refiner, default_refit, feature_id
 
 VARIANTS = ["a", "b", "c"]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def kernel_model(variants=VARIANTS, weights=None):
@@ -24,8 +27,14 @@ def kernel_model(variants=VARIANTS, weights=None):
         "centers": [[0.0], [1.0], [2.0]], "weights": w.tolist(), "offset": [0.0] * len(variants)})
 
 
+def same(out, served) -> bool:
+    """The check of code variants whose variants return their own names: one result, said
+    differently (refining fails a variant whose result differs from the served one)."""
+    return True
+
+
 def tagged(ran: list):
-    """Variants that return their own name and log every run with its input."""
+    """Variants that return their own name and log every run with its input (``check=same``)."""
     def make(name):
         def variant(x):
             ran.append((name, x))
@@ -36,7 +45,7 @@ def tagged(ran: list):
 
 
 def make_cv(ran, name="refined"):
-    cv = code_variant(name, tagged(ran), {"x": lambda x: float(x)}, default="a")
+    cv = code_variant(name, tagged(ran), {"x": lambda x: float(x)}, default="a", check=same)
     cv.model = kernel_model()
     return cv
 
@@ -160,7 +169,7 @@ def test_refining_a_low_model_outside_its_sources_says_what_to_do_first(provenan
 
 def test_constraints_are_obeyed_while_exploring():
     ran = []
-    cv = code_variant("constrained", tagged(ran), {"x": lambda x: float(x)}, default="a")
+    cv = code_variant("constrained", tagged(ran), {"x": lambda x: float(x)}, default="a", check=same)
     cv.add_constraint("c", lambda f: f["x"] < 3.0)
     cv.model = kernel_model(weights=[[0, 0, 1.0], [0, 0, 1.0], [0, 0.9, 1.0]])   # c scores highest
     refiner = cv.refine(budget=1.0, time_budget=None, quantile=1.0, candidates=None, refit_every=10_000)
@@ -407,7 +416,7 @@ def test_a_transferred_model_is_refitted_from_its_sources_rows_and_the_targets(s
                                   TrainingRow("broke", {"x": 200.0}, {"a": None, "b": 1e-3, "c": 2e-3},
                                               {"a": "RuntimeError: out of memory"})])
     ran = []
-    cv = code_variant(name, tagged(ran), {"x": lambda x: float(x)}, default="a")
+    cv = code_variant(name, tagged(ran), {"x": lambda x: float(x)}, default="a", check=same)
     cv.model = tune_from_source(store, name, VARIANTS, ["x"], target="dev4", progress=False, save=False)
     refiner = cv.refine(store=store, device_id="dev4", budget=1.0, time_budget=None, quantile=1.0, refit_every=8)
     assert refiner.refit_in == "process" and isinstance(refiner.refit, SourcesRefit)   # fitted in a child
@@ -849,7 +858,7 @@ def test_constraints_plain_dispatch_never_evaluates_do_not_break_refining_calls(
     """Plain dispatch evaluates only the choice's constraints; one that cannot be evaluated on
     an input (here it divides by zero) must not make a refining call raise."""
     ran = []
-    cv = code_variant("constraint-raises", tagged(ran), {"x": lambda x: float(x)}, default="a")
+    cv = code_variant("constraint-raises", tagged(ran), {"x": lambda x: float(x)}, default="a", check=same)
     cv.add_constraint("c", lambda f: 64 / f["x"] >= 8)
     cv.model = kernel_model()
     assert cv.select(0.0) == "a"
@@ -928,3 +937,99 @@ def test_an_unknown_option_or_a_bad_device_id_or_refit_in_leaves_the_running_ref
             cv.refine(**options)
         assert cv.refiner is running and running.active
     running.stop()
+
+
+def test_a_fast_wrong_variant_is_failed_not_learned():
+    """Refining compares each explored variant's result with the served choice's: ``c``
+    returns a wrong result at a tenth of the others' time and would otherwise be learned."""
+    d = Dispatcher(VARIANTS, ["x"], "a")
+    d.set_model(kernel_model())
+    r = Refiner(d, "wrong", budget=1.0, time_budget=None, quantile=1.0, warmup=10**6, refit_every=8,
+                background=False, candidates=None, check=lambda out, served: out == served)
+    for x in np.tile(XS, 3):
+        values = [float(x)]
+        r.tick()
+        r.maybe_explore(values, d.choose(values), lambda v: (("wrong" if v == "c" else "right"), 0.1 if v == "c" else 1.0))
+    X, T = r.rows()
+    c = VARIANTS.index("c")
+    right = np.isfinite(T[:, 0]) | np.isfinite(T[:, 1])       # rows where a or b was served (c: where c was)
+    assert r.stats()["wrong_results"] > 0 and right.any() and np.isinf(T[right, c]).all()
+    assert all(d.choose([float(x)]) != "c" for x in XS if d.choose([float(x)], r.base) != "c")
+
+
+def test_a_reference_decides_which_side_of_a_mismatch_is_wrong():
+    ran = []
+    cv = make_cv(ran, name="referenced")
+    cv.check = lambda out, expected: out == expected   # each name a different result here
+    cv.reference = lambda x: "b"                 # b's answer is the right one; a and c are wrong
+    refiner = cv.refine(budget=1.0, quantile=1.0, warmup=10**6, candidates=None, time_budget=None,
+                        refit_every=10**6)
+    outs = [cv(float(x)) for x in XS]
+    assert outs == [cv.select(float(x)) for x in XS]          # the call returns what it served
+    X, T = refiner.rows()
+    assert np.isfinite(T[:, 1]).all() and np.isinf(T[:, [0, 2]]).all()       # failed: +inf
+    cv.refine(False)
+
+
+def test_a_model_installed_by_hand_stops_refining_and_serves():
+    """Refits of the model refining started from would replace it (and ``None``: every
+    candidate call raised in the refiner)."""
+    for installed, served in ((None, "a"), (kernel_model(weights=np.tile(np.eye(3)[2], (3, 1))), "c")):
+        ran = []
+        cv = make_cv(ran, name="by-hand")
+        refiner = cv.refine(budget=1.0, quantile=1.0, warmup=10**6)
+        with pytest.warns(RuntimeWarning, match="refining mode stopped, since a model was installed by hand"):
+            cv.model = installed
+        assert cv.refiner is None and not refiner.active
+        assert [cv(float(x)) for x in XS[:40]] == [served] * 40
+        assert cv.model is installed
+
+
+def test_a_forked_child_dispatches_plainly():
+    import os
+    ran = []
+    cv = make_cv(ran, name="forked")
+    refiner = cv.refine(budget=1.0, quantile=1.0, warmup=10**6, refit_every=10**6)
+    pid = os.fork()
+    if pid == 0:                   # the child: no writer or refit thread came along
+        code = 0 if cv.refiner is None and [cv(float(x)) for x in XS[:20]] == [cv.select(float(x)) for x in XS[:20]] \
+            and ran == [(cv.select(float(x)), float(x)) for x in XS[:20]] else 1
+        os._exit(code)
+    assert os.waitpid(pid, 0)[1] == 0
+    assert cv.refiner is refiner and refiner.active          # the parent refines on
+    cv.refine(False)
+
+
+def test_rows_queued_at_exit_are_written_and_a_computation_lost_by_the_store_is_declared_again(tmp_path):
+    """A script that refines and ends without stop(): its queued rows reach the store (before,
+    they went with the writer's daemon thread). The store removed the computation under it
+    once: the writer declares it again."""
+    import subprocess
+    import sys
+    script = f"""
+import sys
+sys.path.insert(0, {str(ROOT)!r})
+import numpy as np
+from tests.test_refine import make_cv
+from nitro.store import Store
+store = Store()
+cv = make_cv([], name="at-exit")
+refiner = cv.refine(store=store, device_id="here", budget=1.0, time_budget=None, quantile=1.0, warmup=10**6,
+                    refit_every=10**6, queue_size=100_000)
+for x in np.linspace(0.0, 5.0, 50):
+    cv(float(x))
+assert refiner.wait(30)
+store.drop_computation("at-exit")            # gone under the writer
+for x in np.linspace(5.01, 9.0, 400):
+    cv(float(x))
+print(refiner.stats()["rows_recorded"])
+"""
+    env = {**os.environ, "NITRO_DATA_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    recorded = int(out.stdout.split()[-1])
+    check = subprocess.run([sys.executable, "-c", "from nitro.store import Store; "
+                            "print(len(Store().rows('at-exit', 'here')))"], capture_output=True, text=True,
+                           timeout=120, env=env)
+    assert check.returncode == 0, check.stderr
+    assert int(check.stdout) == recorded - 50 and recorded > 400      # all after the removal
