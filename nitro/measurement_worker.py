@@ -43,6 +43,29 @@ from .noise import Verdict
 POLL_SECONDS = 0.5   # how often the parent looks at a running child's progress
 
 
+class ExitInVariant(Exception):
+    """A variant raised SystemExit or KeyboardInterrupt: its failure, not the worker's end."""
+
+
+def _guarded(fn: Callable) -> Callable:
+    def run(*args):
+        try:
+            return fn(*args)
+        except (SystemExit, KeyboardInterrupt) as exc:   # in the worker only the variant raises these
+            raise ExitInVariant(f"{type(exc).__name__}({exc}): a variant must not end the process") from None
+    return run
+
+
+def _die_with_parent() -> None:
+    """Linux: the kernel kills this worker when the tuner dies (SIGKILL, SIGTERM, the OOM killer),
+    instead of leaving it running, reparented to init."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)     # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def _child(write_fd: int, names: list[str], variants: Mapping[str, Callable], args: tuple, reference: Any,
            check: Callable, policy: TimingPolicy, early_stopping, slot):
     """Body of the forked worker; never returns."""
@@ -50,8 +73,11 @@ def _child(write_fd: int, names: list[str], variants: Mapping[str, Callable], ar
     try:
         import faulthandler
         import resource
+        os.setpgid(0, 0)         # a group of its own: a time-out kills what a variant started too
+        _die_with_parent()
         faulthandler.disable()   # a crash is reported by the parent, not as a traceback here
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))   # and leaves no core file
+        variants = {name: _guarded(fn) for name, fn in variants.items()}
         tally = Tally({name: k for k, name in enumerate(names)}, slot)
         times, failed, verdict = measure_input(variants, names, args, reference=reference, check=check,
                                                policy=policy, early_stopping=early_stopping, tally=tally)
@@ -85,14 +111,29 @@ def _fork(*child_args) -> tuple[int, int]:
     if pid == 0:
         os.close(read_fd)
         _child(write_fd, *child_args)
+    try:
+        os.setpgid(pid, pid)     # as the child does: whichever runs first, the group exists
+    except OSError:              # the child has already exited, or set it
+        pass
     os.close(write_fd)
     return pid, read_fd
+
+
+def _kill(pid: int, group_only: bool = False) -> None:
+    """SIGKILL the worker's process group (what a hanging variant started) and the worker (in
+    case it had not made the group yet); ``group_only`` once it is reaped: its pid is free."""
+    kills = [lambda: os.killpg(pid, signal.SIGKILL)] + ([] if group_only else [lambda: os.kill(pid, signal.SIGKILL)])
+    for kill in kills:
+        try:
+            kill()
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def _watch(pid: int, fd: int, slot, timeout: float | None) -> tuple[bytes, str | None, int]:
     """Read the child's answer; ``(answer, timeout reason or None, exit status)``. The child
     is killed when one call runs past ``timeout`` (no new call started for that long)."""
-    buffer, reason = b"", None
+    buffer, reason, interrupted = b"", None, False
     seen, deadline = slot[1], time.monotonic() + (timeout or float("inf"))
     try:
         while True:
@@ -107,14 +148,16 @@ def _watch(pid: int, fd: int, slot, timeout: float | None) -> tuple[bytes, str |
             elif time.monotonic() >= deadline:
                 reason = f"timed out after {timeout:g} s"
                 break
+    except BaseException:        # Ctrl-C (or any error) here: the worker must not outlive the tuner
+        interrupted = True
+        raise
     finally:
         os.close(fd)
-        if reason is not None:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        if reason is not None or interrupted:
+            _kill(pid)
         _, status = os.waitpid(pid, 0)
+        if reason is not None:       # what the variant started, now without its worker
+            _kill(pid, group_only=True)
     return buffer, reason, status
 
 

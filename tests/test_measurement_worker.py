@@ -139,3 +139,84 @@ def test_a_crash_in_the_timed_rounds_fails_the_variant_that_was_running():
     assert verdict["best"] in ("good", "also_good")
     # first worker: 3 checks + a round and a half; second: 2 checks + 3 rounds of 2
     assert counts["calls"] >= 3 + 2 + 2 * 3
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_sys_exit_or_keyboard_interrupt_in_a_variant_fails_it_alone():
+    def calls_exit(x):
+        raise SystemExit(3)
+
+    def interrupts(x):
+        raise KeyboardInterrupt
+
+    times, failed = measure_variants({"good": good, "calls_exit": calls_exit, "interrupts": interrupts,
+                                      "also_good": also_good}, (3,), reference_variant="good", policy=FAST)
+    assert times["good"] is not None and times["also_good"] is not None
+    assert "SystemExit(3): a variant must not end the process" in failed["calls_exit"]
+    assert "KeyboardInterrupt" in failed["interrupts"]
+
+
+WORKER_SCRIPT = """
+import os, signal, subprocess, sys, threading, time
+from nitro import TimingPolicy
+from nitro.measurement import measure_variants
+mark = sys.argv[1]
+
+def spawns_and_hangs(x):
+    child = subprocess.Popen(["sleep", "300"])
+    with open(mark, "w") as f:
+        f.write(f"{os.getpid()} {child.pid}")
+    while True:
+        pass
+
+def good(x):
+    return x
+if sys.argv[2] == "interrupt":       # Ctrl-C in the tuner while the worker spins
+    threading.Timer(3.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+try:
+    out = measure_variants({"good": good, "spins": spawns_and_hangs}, (1,), reference_variant="good",
+                           policy=TimingPolicy(min_repeats=1, max_repeats=1, target_seconds=0.0,
+                                               timeout=float(sys.argv[3])))
+    print("failed:", out[1].get("spins"))
+except KeyboardInterrupt:
+    print("interrupted")
+"""
+
+
+@pytest.mark.parametrize("how, timeout, said", [("timeout", "2", "failed: timed out after 2 s"),
+                                                ("interrupt", "120", "interrupted"),
+                                                ("parent killed", "120", None)])
+def test_no_worker_nor_what_its_variant_started_outlives_a_timeout_an_interrupt_or_the_tuner(tmp_path, how,
+                                                                                              timeout, said):
+    import signal
+    import subprocess
+    import sys
+    mark = tmp_path / "pids"
+    log = tmp_path / "out.txt"                 # a file: a pipe would stay open while `sleep` holds it
+    with open(log, "w") as stdout:
+        tuner = subprocess.Popen([sys.executable, "-c", WORKER_SCRIPT, str(mark), how, timeout], stdout=stdout)
+    deadline = time.monotonic() + 60
+    while not (mark.exists() and len(mark.read_text().split()) == 2) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    worker, started = map(int, mark.read_text().split())
+    if how == "parent killed":
+        tuner.send_signal(signal.SIGKILL)
+    tuner.wait(60)
+    if said is not None:
+        assert said in log.read_text()
+    deadline = time.monotonic() + 10
+    while (_alive(worker) or _alive(started)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    leftover = [pid for pid in (worker, started) if _alive(pid)]
+    for pid in leftover:                # never leave a spinning worker behind, even when failing
+        os.kill(pid, signal.SIGKILL)
+    assert not _alive(worker), f"the worker outlived the tuner ({how})"
+    if how != "parent killed":          # the kernel ends the worker alone when the tuner dies
+        assert not _alive(started), f"the variant's own process outlived the worker ({how})"
