@@ -140,13 +140,37 @@ class TrainingRow:
 
 def outputs_match(result: Any, reference: Any) -> bool:
     """Whether a variant's output equals the reference output (exact for integers,
-    a relative tolerance for floating point)."""
+    a relative tolerance for floating point): arrays and numbers, SciPy sparse matrices, pandas
+    objects (labels too), and dicts, tuples and lists of any of these, compared item by item."""
+    if hasattr(reference, "tocsr") and hasattr(reference, "nnz"):          # SciPy sparse
+        if not (hasattr(result, "tocsr") and result.shape == reference.shape):
+            return False
+        diff = abs(result.tocsr().astype(float) - reference.tocsr().astype(float))
+        scale = abs(reference).max() if reference.nnz else 0.0
+        return bool(diff.nnz == 0 or diff.max() <= 1e-9 + 1e-6 * scale)
+    if type(reference).__module__.startswith("pandas"):
+        labels = [getattr(reference, k, None) for k in ("index", "columns")]
+        if type(result) is not type(reference) or any(
+                mine is not None and not mine.equals(getattr(result, k)) for k, mine in zip(("index", "columns"), labels)):
+            return False
+        return outputs_match(result.to_numpy(), reference.to_numpy())
+    if isinstance(reference, dict):
+        return isinstance(result, dict) and result.keys() == reference.keys() and all(
+            outputs_match(result[k], reference[k]) for k in reference)
+    if isinstance(reference, (tuple, list)) and not _numeric(reference):
+        return (isinstance(result, (tuple, list)) and len(result) == len(reference)
+                and all(outputs_match(x, y) for x, y in zip(result, reference)))
     a, b = np.asarray(result), np.asarray(reference)
     if a.shape != b.shape:
         return False
     if np.issubdtype(a.dtype, np.floating) or np.issubdtype(b.dtype, np.floating):
         return bool(np.allclose(a, b, rtol=1e-6, atol=1e-9, equal_nan=True))
     return bool(np.array_equal(a, b))
+
+
+def _numeric(items) -> bool:
+    """Whether a tuple or list holds numbers only (compared as one array)."""
+    return all(isinstance(x, (int, float, complex, np.number, bool, np.bool_)) for x in items)
 
 
 class Tally:

@@ -49,7 +49,8 @@ def _warn_if_only_the_reference_is_right(cv: CodeVariant, rows: Sequence[Trainin
             all(r.failed.get(v, "").startswith("wrong result") for v in cv.variants if v != r.best) for r in rows):
         warnings.warn(f"{cv.name}: on all {len(rows)} inputs every other variant's result differed from that of "
                       f"{next(iter(best))!r}, the variant they were checked against: is it right? Give "
-                      "code_variant(..., reference=) a known-good function to check all of them against",
+                      "code_variant(..., reference=) a known-good function to check all of them against, "
+                      "or check=(result, expected) -> bool where results need a comparison of their own",
                       stacklevel=3)
 
 

@@ -37,6 +37,25 @@ def test_outputs_match_is_exact_for_integers_and_tolerant_for_floats():
     assert outputs_match(np.array([1.0, 2.0]), np.array([1.0, 2.0 + 1e-12]))
 
 
+def test_outputs_match_compares_containers_sparse_and_pandas_item_by_item():
+    """Variants returning a tuple or dict of arrays, or a SciPy sparse matrix, were failed as
+    "not comparable" on every input, and the model chose the default everywhere."""
+    import pandas as pd
+    import scipy.sparse as sp
+    a = np.arange(3.0)
+    assert outputs_match((a, np.ones((2, 2))), (a + 1e-12, np.ones((2, 2))))     # shapes differ: not one array
+    assert not outputs_match((a, np.ones((2, 2))), (a + 1, np.ones((2, 2))))
+    assert outputs_match({"x": 1.0, "y": a}, {"x": 1.0 + 1.7e-10, "y": a})         # a float in a dict: tolerant
+    assert not outputs_match({"x": 1.0}, {"z": 1.0}) and not outputs_match([a, a], [a])
+    A = sp.random(50, 50, density=0.1, random_state=0, format="csr")
+    assert outputs_match(A.tocoo(), A) and outputs_match(A * (1 + 1e-12), A) and not outputs_match(A * 2, A)
+    assert not outputs_match(A.toarray(), A)
+    df = pd.DataFrame({"a": [1.0, 2.0]})
+    assert outputs_match(df.copy(), df) and not outputs_match(df.rename(columns={"a": "b"}), df)
+    assert not outputs_match(pd.Series([1, 2], index=[5, 6]), pd.Series([1, 2]))
+    assert outputs_match([1, 2, 3], [1, 2, 3]) and outputs_match([1.0, 2.0], np.array([1.0, 2.0]))
+
+
 def test_policy_validation_and_row_validation():
     with pytest.raises(ValueError):
         TimingPolicy(min_repeats=5, max_repeats=2)
