@@ -37,7 +37,7 @@ def cmd_store_ls(args):
             continue
         devices = store.devices(comp)
         models = {}
-        for d in sorted(set(devices) | set(store.device_ids())):
+        for d in store.model_devices(comp):
             model = store.model(comp, d)
             if model is not None:
                 models[d] = model.get("provenance", {}).get("method") or model.get("kind", "?")
@@ -70,14 +70,13 @@ def cmd_store_import(args):
 
 
 def cmd_store_rm(args):
-    from .store import keys
     store, name = _store(args), args.computation
     meta = store.meta(name, missing_ok=True)
     found = store.computation_keys(name)
     if meta is None and not found and name not in store.computations():
         store.meta(name)                         # an unknown computation: the error naming the known ones
     rows = {d: len(store.recorded_inputs(name, d)) for d in store.devices(name)} if meta else {}
-    models = sum(k.startswith(keys.model(name, "x")[:-1]) for k in found)
+    models = len(store.model_devices(name)) if found else 0
     what = f"{sum(rows.values())} rows on {len(rows)} devices, {models} model{'s' * (models != 1)}" if meta else \
         f"{len(found)} keys left without its declaration"
     if not args.yes:

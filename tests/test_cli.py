@@ -50,6 +50,8 @@ def test_store_rm_says_what_it_would_remove_and_removes_only_with_yes(capsys, tm
     store = Store()                  # a model of a device without rows (a transfer target) goes too
     store.put_model("kept", "new_gpu", {"format": 1, "kind": "constant", "variants": store.meta("kept")["variants"],
                                         "input_features": store.meta("kept")["features"], "params": {"label": 0}})
+    assert main(["store", "ls", "--json"]) == 0                       # listed, though new_gpu has no rows
+    assert json.loads(capsys.readouterr().out)["kept"]["models"] == {"new_gpu": "constant"}
     assert main(["store", "rm", "kept", "--yes"]) == 0 and "80 rows on 4 devices, 1 model" in capsys.readouterr().out
     assert store.computation_keys("kept") == [] and store.model("kept", "new_gpu") is None
     assert main(["store", "import", syn, "evicted"]) == 0 and main(["store", "import", syn, "whole"]) == 0

@@ -389,6 +389,12 @@ class Store:
         found = self._call(lambda: list(self.client.scan_iter(match=keys.of_computation(computation), count=1000)))
         return sorted(k.decode() if isinstance(k, bytes) else k for k in found)
 
+    def model_devices(self, computation: str) -> list[str]:
+        """Devices with a stored model of ``computation``, rows or not (a transfer target)."""
+        from urllib.parse import unquote
+        prefix = keys.model(computation, "x")[:-1]
+        return sorted(unquote(k[len(prefix):]) for k in self.computation_keys(computation) if k.startswith(prefix))
+
     def drop_computation(self, computation: str):
         """Remove ``computation``: every key of it (:meth:`computation_keys`) and its name."""
         found = self.computation_keys(computation)
