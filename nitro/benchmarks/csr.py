@@ -9,9 +9,8 @@ def check_csr(indptr: np.ndarray, indices: np.ndarray, shape: tuple[int, int], w
     """Raise ``ValueError`` naming ``who`` unless ``indptr`` has ``rows + 1`` non-decreasing
     entries from 0 to at most ``len(indices)`` and every used column index is in ``[0, cols)``."""
     rows, cols = shape
-    if (len(indptr) != rows + 1 or (rows >= 0 and len(indptr) and indptr[0] != 0)
-            or np.any(np.diff(indptr) < 0) or (len(indptr) and indptr[-1] > len(indices))):
+    if len(indptr) != rows + 1 or indptr[0] != 0 or np.any(np.diff(indptr) < 0) or indptr[-1] > len(indices):
         raise ValueError(f"{who}: malformed CSR matrix (row pointers indptr not 0, ..., nnz in order)")
-    used = indices[:int(indptr[-1])] if len(indptr) else indices[:0]
+    used = indices[:int(indptr[-1])]
     if used.size and not 0 <= used.min() <= used.max() < cols:
         raise ValueError(f"{who}: malformed CSR matrix (a column index outside [0, {cols}))")
