@@ -76,7 +76,7 @@ def cmd_store_rm(args):
     if meta is None and not found and name not in store.computations():
         store.meta(name)                         # an unknown computation: the error naming the known ones
     rows = {d: len(store.recorded_inputs(name, d)) for d in store.devices(name)} if meta else {}
-    models = len(store.model_devices(name)) if found else 0
+    models = len(store.model_devices(name, found))
     what = f"{sum(rows.values())} rows on {len(rows)} devices, {models} model{'s' * (models != 1)}" if meta else \
         f"{len(found)} keys left without its declaration"
     if not args.yes:

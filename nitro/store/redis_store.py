@@ -179,8 +179,8 @@ class Store:
         if not raw:
             if missing_ok:
                 return None
-            known = ", ".join(self.computations()) or "none"
-            listed = computation in self.computations()
+            names = self.computations()
+            known, listed = ", ".join(names) or "none", computation in names
             raise StoreError(f"computation {computation!r} is listed but its declaration ({keys.meta(computation)}) "
                              "is missing (evicted by a server that drops keys when full?): remove what is left with "
                              f"nitro store rm {computation!r} --yes" if listed else
@@ -389,11 +389,13 @@ class Store:
         found = self._call(lambda: list(self.client.scan_iter(match=keys.of_computation(computation), count=1000)))
         return sorted(k.decode() if isinstance(k, bytes) else k for k in found)
 
-    def model_devices(self, computation: str) -> list[str]:
-        """Devices with a stored model of ``computation``, rows or not (a transfer target)."""
+    def model_devices(self, computation: str, found: list[str] | None = None) -> list[str]:
+        """Devices with a stored model of ``computation``, rows or not (a transfer target);
+        ``found``: its :meth:`computation_keys`, where the caller has them (no second SCAN)."""
         from urllib.parse import unquote
         prefix = keys.model(computation, "x")[:-1]
-        return sorted(unquote(k[len(prefix):]) for k in self.computation_keys(computation) if k.startswith(prefix))
+        found = self.computation_keys(computation) if found is None else found
+        return sorted(unquote(k[len(prefix):]) for k in found if k.startswith(prefix))
 
     def drop_computation(self, computation: str):
         """Remove ``computation``: every key of it (:meth:`computation_keys`) and its name."""
