@@ -119,7 +119,8 @@ class Measurements:
 IDS = {"device": str, "input": str, "variant": str}   # ids read as written: "007" stays "007", never 7.0
 
 
-DATASET_STEMS = ("devices", "inputs", "measurements")
+DATASET_STEMS = ("devices", "inputs", "measurements", "device_features")   # the last one optional
+FEATURE_COLUMNS = ["device", "feature", "unit", "source"]
 
 
 def _csv_files(directory: Path, stem: str) -> list[Path]:
@@ -151,11 +152,11 @@ def refuse_to_overwrite(directory: Path) -> None:
                          "or remove those files first")
 
 
-def _read_csv(directory: Path, stem: str) -> pd.DataFrame:
+def _read_csv(directory: Path, stem: str, dtype=IDS) -> pd.DataFrame:
     path = csv_path(directory, stem)
     try:
         _check_header(path)
-        return pd.read_csv(path, dtype=IDS)
+        return pd.read_csv(path, dtype=dtype)
     except (ValueError, OSError, EOFError) as exc:   # ParserError, EmptyDataError, bad gzip, encoding
         raise ValueError(f"{path}: not a readable CSV file: {exc}") from None
 
@@ -179,6 +180,20 @@ def read_csv_chunks(directory: Path, stem: str, lines: int):
             yield from reader
     except (ValueError, OSError, EOFError) as exc:
         raise ValueError(f"{path}: not a readable CSV file: {exc}") from None
+
+
+def load_feature_provenance(directory: Path) -> dict[tuple[str, str], tuple[str, str]]:
+    """``{(device, feature): (unit, source)}`` from ``device_features.csv[.gz]``, which ``nitro store
+    export`` writes beside ``devices.csv`` so that units and origins (datasheet, query, microbench)
+    survive a trip through CSV; empty when the directory has none (a dataset from elsewhere)."""
+    if not _csv_files(directory, "device_features"):
+        return {}
+    table = _read_csv(directory, "device_features", dtype=str)
+    if list(table.columns) != FEATURE_COLUMNS:
+        raise ValueError(f"{csv_path(directory, 'device_features')}: has the columns {list(table.columns)}, "
+                         f"not {FEATURE_COLUMNS}")
+    table = table.dropna(subset=["device", "feature"]).fillna("").astype(str)
+    return {(d, f): (u, s) for d, f, u, s in table.itertuples(index=False)}
 
 
 def text_cells(values: pd.Series) -> pd.Series:

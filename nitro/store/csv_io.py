@@ -21,8 +21,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..dataset import (DroppedTimes, check_measurement_columns, csv_path, dataset_dir, dataset_files,
-                       device_feature_names, dropped_inputs_note, input_columns, load_devices, read_csv_chunks,
+from ..dataset import (FEATURE_COLUMNS, DroppedTimes, check_measurement_columns, csv_path, dataset_dir, dataset_files,
+                       device_feature_names, dropped_inputs_note, input_columns, load_devices, load_feature_provenance,
+                       read_csv_chunks,
                        refuse_to_overwrite, repeated_note, run_times, text_examples, unlisted_inputs_note, unnamed_note)
 from ..measurement import TrainingRow
 from .redis_store import Store
@@ -62,7 +63,7 @@ def export_computation(store: Store, computation: str, directory, devices=None, 
         db.execute(f"CREATE TABLE inputs (input TEXT PRIMARY KEY{columns}) WITHOUT ROWID")
         db.execute("CREATE TABLE meas (device TEXT, input TEXT, k INTEGER, variant TEXT, time REAL)")
         add_input = f"INSERT OR IGNORE INTO inputs VALUES (?{', ?' * len(features)})"
-        devs, meta_names = [], {}
+        devs, meta_names, provenance = [], {}, []
         known = store.devices(computation)
         if isinstance(devices, str):
             devices = [devices]
@@ -86,6 +87,7 @@ def export_computation(store: Store, computation: str, directory, devices=None, 
             metadata = {k: v for k, v in store.device_metadata(device).items() if k not in values}
             devs.append({"device": device, **metadata, **values})
             meta_names.update(dict.fromkeys(metadata))
+            provenance += [(device, k, v.get("unit", ""), v.get("source", "")) for k, v in rec.items()]
         directory.mkdir(parents=True, exist_ok=True)
         for stale in dataset_files(directory):     # replace: no .csv.gz left beside a new .csv
             stale.unlink()
@@ -97,6 +99,7 @@ def export_computation(store: Store, computation: str, directory, devices=None, 
     frame = pd.DataFrame(devs)      # the metadata (kind, vendor, arch) first, as the shared data has it
     first = ["device", *meta_names]
     frame[first + [c for c in frame.columns if c not in first]].to_csv(directory / "devices.csv", index=False)
+    pd.DataFrame(provenance, columns=FEATURE_COLUMNS).to_csv(directory / "device_features.csv", index=False)
     return {"devices": len(devs), "inputs": inputs, "measurements": measurements}
 
 
@@ -202,14 +205,18 @@ def _device_writes(store: Store, directory: Path, devices: pd.DataFrame, update:
     store lacks, and those that differ from its records (an error, unless ``update``: then
     overwritten, with a note per device), since every computation's models read them."""
     writes, changes = {}, {}
+    provenance = load_feature_provenance(directory) or _recording_provenance(directory)
     for device in devices.index:
-        record, metadata = _device_record(devices, device)
+        record, metadata = _device_record(devices, device, provenance)
         old_record, old_metadata = store.device(device, missing_ok=True) or {}, store.device_metadata(device)
         new_record, new_metadata = {}, {}
         for name, rec in record.items():
             old = old_record.get(name, {})
             if old.get("value") is None:
-                new_record[name] = rec
+                if rec["value"] is not None or name not in old_record:
+                    new_record[name] = rec
+            elif rec["value"] is None:
+                continue            # an unknown value never replaces a stored one
             elif not _same(old["value"], rec["value"]):
                 changes.setdefault(device, []).append((name, old["value"], rec["value"]))
                 new_record[name] = {**rec, "unit": old.get("unit") or rec["unit"]}
@@ -232,6 +239,18 @@ def _device_writes(store: Store, directory: Path, devices: pd.DataFrame, update:
                          "or leave those cells empty")
     return writes, [f"device {d} record updated: " + ", ".join(f"{name} {old!r} -> {new!r}" for name, old, new in cs)
                     for d, cs in changes.items()]
+
+
+def _recording_provenance(directory: Path) -> dict[tuple[str, str], tuple[str, str]]:
+    """Units and sources from the ``device.json`` beside a recording's family folders (as
+    under ``datasets/``), for a folder without ``device_features.csv``; none when it is absent
+    or unreadable (then the import records none, as for any dataset)."""
+    try:
+        records = json.loads((directory.parent / "device.json").read_text())
+        return {(d, k): (str(r.get("unit", "")), str(r.get("source", "")))
+                for d, rec in records.items() for k, r in rec.items()}
+    except (OSError, ValueError, AttributeError):
+        return {}
 
 
 def _same(old, new) -> bool:
@@ -403,10 +422,16 @@ def _rows(db: sqlite3.Connection, device: str, columns: list[str], features: lis
         yield TrainingRow(input_id, dict(zip(features, first[3:])), times, {})
 
 
-def _device_record(devices: pd.DataFrame, device: str) -> tuple[dict, dict]:
-    """A device's feature record (its finite numeric columns) and its metadata (its text
-    columns: ``vendor``, ``kind``, ``arch``, ...), which the store keeps apart."""
-    row, names = devices.loc[device], device_feature_names(devices)
-    features = {k: {"value": float(row[k]), "unit": "", "source": "datasheet"} for k in names if np.isfinite(row[k])}
+def _device_record(devices: pd.DataFrame, device: str, provenance: dict | None = None) -> tuple[dict, dict]:
+    """A device's feature record (its finite numeric columns, and those ``device_features.csv``
+    lists for it without a value) and its metadata (its text columns: ``vendor``, ``kind``,
+    ``arch``, ...), which the store keeps apart. Units and sources come from
+    ``device_features.csv`` where it has them (a ``nitro store export``), else none and "datasheet"."""
+    row, names, provenance = devices.loc[device], device_feature_names(devices), provenance or {}
+    features = {}
+    for k in names:
+        unit, source = provenance.get((device, k), ("", "datasheet"))
+        if np.isfinite(row[k]) or (device, k) in provenance:
+            features[k] = {"value": float(row[k]) if np.isfinite(row[k]) else None, "unit": unit, "source": source}
     metadata = {k: row[k] for k in devices.columns if k not in names and isinstance(row[k], str) and row[k]}
     return features, metadata

@@ -383,3 +383,47 @@ def test_a_round_trip_keeps_the_variants_order_and_so_the_default(store, tmp_pat
     export_computation(store, "ordered", tmp_path / "ds")
     import_computation(store, "ordered-copy", tmp_path / "ds")
     assert store.meta("ordered-copy")["variants"] == ["zeta", "alpha", "mid"]
+
+
+def test_units_and_sources_of_device_features_survive_export_and_import(store, tmp_path):
+    store.declare("hist", ["a", "b"], ["N"])
+    store.put_device("dev1", {"cores": {"value": 2.0, "unit": "cores", "source": "query"},
+                              "triad": {"value": 24.9, "unit": "GB/s", "source": "microbench"},
+                              "boost": {"value": None, "unit": "MHz", "source": "datasheet"}})
+    store.put_rows("hist", "dev1", [TrainingRow(f"i{k}", {"N": k}, {"a": 1.0 + k, "b": 2.0}, {}) for k in range(3)])
+    export_computation(store, "hist", tmp_path / "ds")
+    table = pd.read_csv(tmp_path / "ds" / "device_features.csv")
+    assert table.columns.tolist() == ["device", "feature", "unit", "source"] and len(table) == 3
+    store.client.flushdb()
+    import_computation(store, "hist", tmp_path / "ds")
+    assert store.device("dev1") == {"cores": {"value": 2.0, "unit": "cores", "source": "query"},
+                                    "triad": {"value": 24.9, "unit": "GB/s", "source": "microbench"},
+                                    "boost": {"value": None, "unit": "MHz", "source": "datasheet"}}
+    with pytest.raises(ValueError, match="already holds a dataset"):      # the side file counts as a dataset's
+        (tmp_path / "ds2").mkdir()
+        (tmp_path / "ds" / "device_features.csv").rename(tmp_path / "ds2" / "device_features.csv")
+        export_computation(store, "hist", tmp_path / "ds2")
+    pd.DataFrame({"device": ["dev1"], "what": ["x"]}).to_csv(tmp_path / "ds" / "device_features.csv", index=False)
+    with pytest.raises(ValueError, match="device_features.csv: has the columns"):
+        import_computation(store, "hist", tmp_path / "ds")
+
+
+def test_a_value_less_feature_never_replaces_a_stored_value(store, tmp_path):
+    store.declare("hist", ["a"], ["N"])
+    store.put_device("dev1", {"boost": {"value": None, "unit": "MHz", "source": "datasheet"}})
+    store.put_rows("hist", "dev1", [TrainingRow("i0", {"N": 1}, {"a": 1.0}, {})])
+    export_computation(store, "hist", tmp_path / "ds")
+    store.put_device("dev1", {"boost": {"value": 1500.0, "unit": "MHz", "source": "user"}})
+    import_computation(store, "hist", tmp_path / "ds")      # no error: an empty cell agrees with any value
+    assert store.device("dev1")["boost"] == {"value": 1500.0, "unit": "MHz", "source": "user"}
+
+
+def test_a_recordings_device_json_gives_units_and_sources(store, tmp_path):
+    import json
+    from pathlib import Path
+    recording = Path(__file__).parents[2] / "datasets" / "cpu_amd_epyc_2t"
+    import_computation(store, "spmv", recording / "spmv")
+    stored = store.device("cpu_amd_epyc_2t")
+    record = json.loads((recording / "device.json").read_text())["cpu_amd_epyc_2t"]
+    assert {k: (v["unit"], v["source"]) for k, v in stored.items()} == \
+           {k: (v["unit"], v["source"]) for k, v in record.items()}
