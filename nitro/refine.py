@@ -168,15 +168,15 @@ class TimedRun:
     """Runs one call's variants: ``run(variant) -> (result, seconds)``, timed once with
     ``perf_counter`` (the refining mode's way of running a variant on a real call)."""
 
-    __slots__ = ("variants", "args")
+    __slots__ = ("variants", "args", "kwargs")
 
-    def __init__(self, variants: Mapping[str, Callable], args: tuple):
-        self.variants, self.args = variants, args
+    def __init__(self, variants: Mapping[str, Callable], args: tuple, kwargs: Mapping[str, Any] | None = None):
+        self.variants, self.args, self.kwargs = variants, args, kwargs or {}
 
     def __call__(self, variant: str) -> tuple[Any, float]:
         fn = self.variants[variant]
         start = time.perf_counter()
-        out = fn(*self.args)
+        out = fn(*self.args, **self.kwargs)
         return out, time.perf_counter() - start
 
 
@@ -658,9 +658,9 @@ class Refiner:
         except Exception:             # not comparable (None against an array): not the same
             return False
 
-    def timed(self, variants: Mapping[str, Callable], args: tuple) -> TimedRun:
+    def timed(self, variants: Mapping[str, Callable], args: tuple, kwargs: Mapping[str, Any] | None = None) -> TimedRun:
         """The real way of running a call's variants (:class:`TimedRun`)."""
-        return TimedRun(variants, args)
+        return TimedRun(variants, args, kwargs)
 
     def maybe_explore(self, values: Sequence[float], choice: str, run: Callable[[str], tuple[Any, float]],
                       chosen_by: SelectorModel | None = None,

@@ -145,9 +145,9 @@ class CodeVariant:
         return info
 
     # -- run ---------------------------------------------------------------------------------
-    def compute_features(self, *args) -> list[float]:
+    def compute_features(self, *args, **kwargs) -> list[float]:
         try:
-            return [f(*args) for f in self._feature_fns]
+            return [f(*args, **kwargs) for f in self._feature_fns]
         except Exception as error:
             self._name_feature(error)
             raise
@@ -161,18 +161,18 @@ class CodeVariant:
     def allowed(self, feature_values: Iterable[float]) -> dict[str, bool]:
         return self._dispatcher.allowed(list(feature_values))
 
-    def select(self, *args) -> str:
-        """The variant that a call with ``args`` would run."""
-        return self._dispatcher.choose(self.compute_features(*args))
+    def select(self, *args, **kwargs) -> str:
+        """The variant that a call with these arguments would run."""
+        return self._dispatcher.choose(self.compute_features(*args, **kwargs))
 
-    def explain(self, *args) -> dict:
+    def explain(self, *args, **kwargs) -> dict:
         """How sure the model is of the choice for ``args``: the variant that would run, the
         model's runner-up and the gap between their scores (:meth:`SelectorModel.scores`; for a
         transferred kernel model, scores are predicted fractions of the optimum, so
         ``expected_fraction`` is what the model expects the choice to reach), and the model's
         predicted quality on this device when it has one (``tune_from_source``; for a few-shot
         model, its quality cross-validated on the inputs timed on the target)."""
-        values = self.compute_features(*args)
+        values = self.compute_features(*args, **kwargs)
         choice = self._dispatcher.choose(values)
         out = {"variant": choice, "model": self.model is not None}
         if self.model is None:
@@ -195,10 +195,14 @@ class CodeVariant:
             out["predicted_quality"] = measured["quality"]
         return out
 
-    def __call__(self, *args) -> object:
+    def __call__(self, *args, **kwargs) -> object:
+        """Run the variant chosen for these arguments (positional and keyword, passed as they
+        are to the input features and the variant)."""
         refiner = self._refiner
         if refiner is not None and refiner.tick():     # refining mode: an integer test first
-            return self._refining_call(refiner, args)
+            return self._refining_call(refiner, args, kwargs)
+        if kwargs:                      # apart: passing an empty **kwargs costs 0.1 us a call
+            return self._keyword_call(args, kwargs)
         try:
             values = [f(*args) for f in self._feature_fns]
         except Exception as error:      # free when nothing is raised (Python 3.11+)
@@ -207,27 +211,30 @@ class CodeVariant:
         choice = self._dispatcher.choose(values)
         if not self.fallback_on or choice == self.default:
             return self.variants[choice](*args)
-        return self._run(choice, args)
+        return self._run(choice, args, kwargs)
 
-    def _run(self, choice: str, args: tuple) -> object:
+    def _keyword_call(self, args: tuple, kwargs: dict) -> object:
+        return self._run(self._dispatcher.choose(self.compute_features(*args, **kwargs)), args, kwargs)
+
+    def _run(self, choice: str, args: tuple, kwargs: dict) -> object:
         if not self.fallback_on or choice == self.default:
-            return self.variants[choice](*args)
+            return self.variants[choice](*args, **kwargs)
         try:
-            return self.variants[choice](*args)
+            return self.variants[choice](*args, **kwargs)
         except self.fallback_on:
-            return self.variants[self.default](*args)
+            return self.variants[self.default](*args, **kwargs)
 
-    def _refining_call(self, refiner, args: tuple) -> object:
+    def _refining_call(self, refiner, args: tuple, kwargs: dict) -> object:
         """A candidate call of refining mode: explore it if the model is unsure, and return
         what the plain call would have returned (see :mod:`nitro.refine`)."""
-        values = self.compute_features(*args)
+        values = self.compute_features(*args, **kwargs)
         model = self._dispatcher.model          # one read: the choice and its scores from one model
         choice = self._dispatcher.choose(values, model)
-        reference = (lambda: self.reference(*args)) if self.reference is not None else None
-        ex = refiner.maybe_explore(values, choice, refiner.timed(self.variants, args), model, reference)
+        reference = (lambda: self.reference(*args, **kwargs)) if self.reference is not None else None
+        ex = refiner.maybe_explore(values, choice, refiner.timed(self.variants, args, kwargs), model, reference)
         if ex is None:                 # timed: the time budget's account of the served calls
             start = time.perf_counter()
-            out = self._run(choice, args)
+            out = self._run(choice, args, kwargs)
             refiner.observe(values, time.perf_counter() - start)
             return out
         if choice in ex.results:
@@ -236,7 +243,7 @@ class CodeVariant:
         if self.fallback_on and isinstance(error, self.fallback_on) and choice != self.default:
             if self.default in ex.results:
                 return ex.results[self.default]
-            return self.variants[self.default](*args)
+            return self.variants[self.default](*args, **kwargs)
         raise error
 
     # -- refining mode ---------------------------------------------------------------------------

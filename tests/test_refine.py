@@ -1033,3 +1033,24 @@ print(refiner.stats()["rows_recorded"])
                            timeout=120, env=env)
     assert check.returncode == 0, check.stderr
     assert int(check.stdout) == recorded - 50 and recorded > 400      # all after the removal
+
+
+def test_keyword_arguments_reach_explored_variants():
+    ran = []
+
+    def make(name):
+        def variant(x, shift=0.0):
+            ran.append((name, x + shift))
+            return name
+        variant.__name__ = name
+        return variant
+
+    cv = code_variant("kw-refined", [make(v) for v in VARIANTS], {"x": lambda x, shift=0.0: float(x + shift)},
+                      default="a", check=same, reference=lambda x, shift=0.0: "a")
+    cv.model = kernel_model()
+    refiner = cv.refine(budget=1.0, time_budget=None, quantile=1.0, candidates=None, refit_every=10_000)
+    for x in XS[:60]:
+        cv(0.0, shift=float(x))
+    assert refiner.stats()["explored"] > 10
+    assert {x for _, x in ran} <= {float(x) for x in XS[:60]}       # every run got the keyword
+    cv.refine(False)

@@ -176,3 +176,27 @@ def test_explain_reports_the_choice_its_runner_up_and_the_models_own_estimate():
     assert far["variant"] == "b" and np.isclose(far["expected_fraction"], 0.9) and not far["overridden"]
     cv.add_constraint("a", lambda f: f["x"] > 10)    # the default runs where the model's choice may not
     assert cv.explain(1.0)["overridden"] and cv.explain(1.0)["variant"] == "b"
+
+
+def test_keyword_arguments_reach_the_features_and_the_variants():
+    class DidNotConverge(RuntimeError):
+        pass
+
+    def fast(x, scale=1.0):
+        if scale < 0:
+            raise DidNotConverge("no")
+        return ("fast", x * scale)
+
+    def safe(x, scale=1.0):
+        return ("safe", x * scale)
+
+    cv = code_variant("kw", [fast, safe], {"scaled": lambda x, scale=1.0: float(x * scale)}, default="safe",
+                      fallback_on=DidNotConverge)
+    est = SVMSelector().fit(np.array([[1.0], [2.0], [100.0], [200.0]]), ["safe", "safe", "fast", "fast"])
+    cv.model = SelectorModel.from_estimator(est, cv.feature_names)
+    assert cv(2.0, scale=50.0) == ("fast", 100.0) and cv.select(2.0, scale=50.0) == "fast"
+    assert cv(2.0) == ("safe", 2.0) and cv(x=2.0, scale=0.5) == ("safe", 1.0)
+    assert cv(-100.0, scale=-2.0) == ("safe", 200.0)            # fast raised: the default, with the same keywords
+    assert cv.explain(2.0, scale=50.0)["variant"] == "fast"
+    with pytest.raises(TypeError, match="bins"):
+        cv(2.0, bins=3)
