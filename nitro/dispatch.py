@@ -12,6 +12,8 @@ def feature_vector(names, values, where: str = "") -> list[float]:
     (``where`` says which computation and input, when known)."""
     out = []
     for name, v in zip(names, values):
+        if isinstance(v, (str, bytes)):     # float("5") would pass: text is a feature's bug, not a number
+            raise TypeError(f"{where}input feature {name!r} returned the text {v!r}, not a number")
         try:
             f = float(v)
         except (TypeError, ValueError):

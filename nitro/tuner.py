@@ -100,6 +100,8 @@ class Autotuner:
         ids = [str(i) for i in ids] if ids is not None else [input_id(a) for a in args]
         if len(ids) != len(args):
             raise ValueError(f"set_training_args: {len(args)} inputs but {len(ids)} ids")
+        if "" in ids:               # the store's rows are keyed by id: refused now, not after measuring
+            raise ValueError(f"set_training_args: input {ids.index('')} has an empty id")
         if len(set(ids)) != len(ids):
             raise ValueError("set_training_args: input ids are not unique (duplicate inputs?)")
         self.training_args, self.training_ids = args, ids

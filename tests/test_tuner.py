@@ -62,6 +62,8 @@ def test_bad_training_inputs_are_named():
         tuner.set_training_args([])
     with pytest.raises(ValueError, match="not unique"):
         tuner.set_training_args([1, 1])
+    with pytest.raises(ValueError, match="input 1 has an empty id"):
+        tuner.set_training_args([1, 2], ids=["a", ""])
     with pytest.raises(ValueError, match="set_training_args before"):
         tuner.tune([cv])
     tuner.set_training_args([float("inf")])

@@ -74,6 +74,12 @@ def test_bad_declarations_and_features():
     cv = code_variant("x", [small, big], {"s": lambda x: "text"})
     with pytest.raises(TypeError, match="not a number"):
         cv.select(np.ones(3))
+    cv = code_variant("x", [small, big], {"s": lambda x: "5"})        # text, even of a number
+    with pytest.raises(TypeError, match="input feature 's' returned the text '5', not a number"):
+        cv.select(np.ones(3))
+    cv.model = _model(cv)
+    with pytest.raises(TypeError, match="returned the text '5'"):
+        cv(np.ones(3))
     cv = code_variant("x", [small, big], {"huge": lambda x: 10 ** 400})
     with pytest.raises(ValueError, match="input feature 'huge' is too large for a float"):
         cv.select(np.ones(3))
