@@ -17,7 +17,7 @@ from .model import SelectorModel
 from .noise import NoisyMachineWarning, format_report, summarize
 from .metrics import fraction_of_optimum
 from .progress import progress_bar
-from .search import PLATEAU_INPUTS, PLATEAU_QUALITY, EarlyStopping, budget_count, margins, prior_order, spread_indices
+from .search import PLATEAU_INPUTS, PLATEAU_QUALITY, SKIPPED, EarlyStopping, budget_count, margins, prior_order, spread_indices
 from .store import Store
 from .variant import CodeVariant
 
@@ -111,7 +111,8 @@ class Autotuner:
                 indices: Sequence[int] | None = None) -> list[TrainingRow]:
         """Time the variants on the training inputs (all, or those at ``indices``): every
         variant, or fewer with ``early_stopping``. Resumes: inputs already recorded for this
-        device are read back, not re-measured. Variant calls made are added to
+        device are read back, not re-measured (without ``early_stopping``, an input whose row an
+        early-stopping run left with skipped variants is measured again, whole). Variant calls made are added to
         :attr:`counts` (``"calls"``, ``"seconds"``); how sure each input's timing is, to
         :attr:`verdicts` (:class:`nitro.noise.Verdict` as a dict)."""
         if not self.training_args:
@@ -126,7 +127,8 @@ class Autotuner:
                 self.store.put_device(device, record)
                 self.store.put_device_metadata(device, devices_mod.local_metadata(device, record), replace=False)
             if not remeasure:
-                recorded = {r.input_id: r for r in self.store.rows(cv.name, device)}
+                recorded = {r.input_id: r for r in self.store.rows(cv.name, device)
+                            if early_stopping is not None or SKIPPED not in r.failed.values()}
         ids = [self.training_ids[k] for k in picked]
         todo = [(i, self.training_args[k]) for i, k in zip(ids, picked) if i not in recorded]
         rows = [recorded[i] for i in ids if i in recorded]

@@ -149,3 +149,21 @@ def test_spread_takes_a_size_in_millions_in_its_unit():
     for scale in (1.0, 1e6):
         picked = X[spread_indices(X / scale, 6, start=int(X.argmax()))].ravel()
         assert ((picked > 300) & (picked < 1e5)).sum() >= 2, scale
+
+
+def test_an_exhaustive_tune_measures_again_the_inputs_an_early_stopping_run_cut_short(store):
+    """Equal variants: early stopping times two of six on each input and skips the rest; an
+    exhaustive tune() after it (resuming, not remeasure) times all six there, not the two."""
+    cv = code_variant("resumed", {f"v{i}": sleeper(0.002) for i in range(6)}, {"x": lambda x: float(x)})
+    cv.record, cv.device_id = True, "dev"
+    tuner = autotuner("resumed", store=store, policy=TimingPolicy(min_repeats=1, max_repeats=1, target_seconds=0.0),
+                      progress=False)
+    tuner.set_training_args([1, 2, 3, 4, 5])
+    tuner.measure(cv, early_stopping=EarlyStopping(epsilon=0.9, exhaustive_inputs=0))
+    assert any(SKIPPED in r.failed.values() for r in store.rows("resumed", "dev"))
+    early = store.rows("resumed", "dev")
+    tuner.measure(cv, early_stopping=EarlyStopping(epsilon=0.9, exhaustive_inputs=0))     # resumes: nothing new
+    assert store.rows("resumed", "dev") == early
+    rows = tuner.measure(cv)
+    assert len(rows) == 5 and all(not r.failed and all(t is not None for t in r.times.values()) for r in rows)
+    assert store.rows("resumed", "dev") == sorted(rows, key=lambda r: r.input_id)
