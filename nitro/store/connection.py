@@ -7,7 +7,9 @@ from urllib.parse import parse_qsl, unquote
 from pathlib import Path
 
 import redis
+from redis.backoff import ExponentialWithJitterBackoff
 from redis.cluster import RedisCluster
+from redis.retry import Retry
 from redis.exceptions import RedisClusterException
 
 from .cluster import cluster_client, cluster_name, is_cluster_url
@@ -134,9 +136,21 @@ def connect(url: str | None = None) -> redis.Redis:
         raise StoreError(f"embedded store in {directory} could not start: {exc}") from None
 
 
+RETRIES = 5      # reconnections after a lost connection: 0.5, 1, 2, 4, 4 s apart at most (jittered)
+
+
+def reconnecting() -> Retry:
+    """How a command whose connection was lost is sent again on a new one (a server restarted
+    or still loading its data, a failover, a network blip), for about 15 s at most: every
+    command nitro sends writes whole values or reads, so sending it twice changes nothing. A
+    time-out is not retried (the server is there, but slow)."""
+    return Retry(ExponentialWithJitterBackoff(base=0.5, cap=4.0), RETRIES, supported_errors=(redis.ConnectionError,))
+
+
 def _client(url: str, options: dict) -> redis.Redis:
     client = cluster_client(url, **options) if is_cluster_url(url) else redis.Redis.from_url(url, **options)
-    client.ping()
+    client.ping()               # a server that never answered is not waited for: reported at once
+    client.set_retry(reconnecting())
     return client
 
 

@@ -206,3 +206,32 @@ def test_a_server_that_evicts_keys_when_full_is_warned_of(redis_server):
         warnings.simplefilter("error")
         Store(redis_server(args=["--maxmemory", "50mb", "--maxmemory-policy", "noeviction"]).url)
         Store(redis_server(args=["--maxmemory", "50mb", "--maxmemory-policy", "volatile-lru"]).url)
+
+
+def test_a_server_restarted_within_seconds_is_reconnected_to_without_an_error(redis_server, tmp_path):
+    """The server SIGKILLed mid-recording and started again a second later: the recorder's
+    commands reconnect (retried with back-off for about 15 s) and the recording finishes.
+    (A cluster follows redis-py's rules: its slot map is read again at once, without back-off.)"""
+    server = redis_server(args=PERSISTENT, password=PASSWORD)
+    server.master, server.restart = server, server.start
+    counter, outcome = tmp_path / "calls.txt", tmp_path / "outcome.txt"
+    child = multiprocessing.get_context("fork").Process(target=record_all, args=(server.url, counter, outcome))
+    child.start()
+    wait_for(lambda: server.master.client().hlen(keys.rows("inc", "dev")) >= 10, what="10 recorded rows")
+    server.kill()
+    time.sleep(1.0)
+    server.restart()
+    join(child)
+    assert outcome.read_text() == "finished"
+    assert len(Store(server.url).rows("inc", "dev")) == N_INPUTS
+
+
+def test_a_server_that_never_answered_is_reported_at_once(tmp_path):
+    import socket
+    with socket.socket() as s:       # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    start = time.monotonic()
+    with pytest.raises(StoreError, match="does not answer"):
+        Store(f"redis://127.0.0.1:{port}/0")
+    assert time.monotonic() - start < 5.0       # not the reconnections' back-off
