@@ -46,11 +46,17 @@ from . import cuda
 from .noise import Verdict, judge
 
 
+MAX_CALLS_PER_SAMPLE = 100_000     # a timed loop of a short variant holds this many calls at most
+
+
 @dataclass(frozen=True)
 class TimingPolicy:
     """How variants are timed (see module doc). ``tie``: a relative gap below which the best
     and the runner-up count as tied; ``max_rounds``: the rounds an undecided input's
-    contenders may get in all (default ``2 * max_repeats``; ``max_repeats`` re-times nothing)."""
+    contenders may get in all (default ``2 * max_repeats``; ``max_repeats`` re-times nothing);
+    ``min_sample``: seconds a timed sample lasts at least: a shorter call is timed as a loop of
+    calls on the same arguments (its time: the loop's over the calls), so that the clock's
+    resolution and the cost of timing do not decide which of two sub-microsecond variants wins."""
 
     warmup: int = 1
     min_repeats: int = 3
@@ -60,6 +66,7 @@ class TimingPolicy:
     timeout: float | None = 60.0   # seconds per variant call, when isolated
     tie: float = 0.03
     max_rounds: int | None = None
+    min_sample: float = 1e-5
 
     def __post_init__(self):
         for name in ("warmup", "min_repeats", "max_repeats", "max_rounds"):
@@ -67,7 +74,7 @@ class TimingPolicy:
             if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool)
                     or name == "max_rounds" and value is None):
                 raise TypeError(f"invalid timing policy: {name} is a whole number, got {value!r}")
-        for name in ("target_seconds", "tie", "timeout"):
+        for name in ("target_seconds", "tie", "timeout", "min_sample"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
                     or name == "timeout" and value is None):
@@ -78,8 +85,9 @@ class TimingPolicy:
         if self.warmup < 1 or self.min_repeats < 1 or self.max_repeats < self.min_repeats:
             raise ValueError(f"invalid timing policy {self}: warmup and min_repeats must be at least 1 "
                              "and max_repeats at least min_repeats")
-        if not (math.isfinite(self.target_seconds) and self.target_seconds >= 0):
-            raise ValueError(f"invalid timing policy {self}: target_seconds must be a finite number ≥ 0")
+        for name in ("target_seconds", "min_sample"):
+            if not (math.isfinite(getattr(self, name)) and getattr(self, name) >= 0):
+                raise ValueError(f"invalid timing policy {self}: {name} must be a finite number ≥ 0")
         if self.timeout is not None and not self.timeout > 0:
             raise ValueError(f"invalid timing policy {self}: timeout must be positive or None")
         if not 0 <= self.tie < 1:
@@ -183,23 +191,37 @@ class Tally:
     def __init__(self, index: Mapping[str, int] | None = None, slot=None):
         self.calls, self.seconds = 0, 0.0
         self.index, self.slot = index or {}, slot
+        self.numbers: dict[str, int] = {}       # calls per timed sample of a short variant (else 1)
 
     def run(self, name: str, fn: Callable, args: tuple) -> tuple[float, Any]:
-        """``(seconds, output)`` of one call of ``fn(*args)``; what it raises propagates."""
+        """``(seconds per call, output)`` of one sample: ``fn(*args)`` called once, or
+        ``numbers[name]`` times in a loop; what it raises propagates."""
         if self.slot is not None:
             self.slot[0] = self.index.get(name, -1)
             self.slot[1] += 1
+        number = self.numbers.get(name, 1)
         start = time.perf_counter()
         try:
-            result = fn(*args)
+            for _ in range(number):
+                result = fn(*args)
         finally:
             elapsed = time.perf_counter() - start
-            self.calls += 1
+            self.calls += number
             self.seconds += elapsed
             if self.slot is not None:
                 self.slot[0] = -1
                 self.slot[2], self.slot[3] = self.calls, self.seconds
-        return elapsed, result
+        return elapsed / number, result
+
+    def calibrate(self, name: str, fn: Callable, args: tuple, min_sample: float) -> None:
+        """Set the calls per sample of ``name`` so that a sample lasts ``min_sample`` (timeit's
+        autorange, a few loops long); for a call that long already, nothing is called."""
+        for _ in range(4):
+            number = self.numbers.get(name, 1)
+            per_call, _ = self.run(name, fn, args)
+            if per_call * number >= min_sample or number >= MAX_CALLS_PER_SAMPLE:
+                return
+            self.numbers[name] = min(MAX_CALLS_PER_SAMPLE, math.ceil(1.5 * min_sample / max(per_call, 1e-9)))
 
     def add_to(self, counts: dict | None):
         if counts is not None:
@@ -310,7 +332,7 @@ def measure_input(variants: Mapping[str, Callable], names: Sequence[str], args: 
             continue
         try:
             for k in range(policy.warmup):
-                _, result = tally.run(name, variants[name], args)
+                elapsed, result = tally.run(name, variants[name], args)
                 if k == 0:
                     output = result
         except Exception as exc:  # a failing variant must not stop tuning
@@ -327,6 +349,12 @@ def measure_input(variants: Mapping[str, Callable], names: Sequence[str], args: 
                 continue
         if not have_reference:
             reference, have_reference = output, True
+        if elapsed < policy.min_sample:       # a call too short to time alone: timed in loops
+            try:
+                tally.calibrate(name, variants[name], args, policy.min_sample)
+            except Exception as exc:
+                failed[name] = f"raised {type(exc).__name__}: {exc}"
+                continue
         samples[name] = []
         if early_stopping is not None:
             bound = early_stopping.race_bound(min(measured, default=None))

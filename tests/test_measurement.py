@@ -145,8 +145,33 @@ def test_variants_of_one_input_are_timed_in_interleaved_rounds():
     calls = []
     variants = {"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}
     measure_variants(variants, (), policy=TimingPolicy(min_repeats=3, max_repeats=3, target_seconds=0.0,
-                                                       isolate=False, max_rounds=3))
+                                                       isolate=False, max_rounds=3, min_sample=0.0))
     assert calls == ["a", "b"] + ["a", "b", "b", "a", "a", "b"]   # checks, then rounds forwards and backwards
+
+
+def test_calls_too_short_to_time_alone_are_timed_in_loops():
+    """A sub-microsecond call is timed as a loop of calls lasting min_sample (its time: per call);
+    a call longer than min_sample is called once per sample, as before: warm-up plus rounds."""
+    calls = {"a": 0, "b": 0, "slow": 0}
+
+    def counted(name, seconds=0.0):
+        def variant(x):
+            calls[name] += 1
+            if seconds:
+                time.sleep(seconds)
+            return x
+        return variant
+
+    counts = {}
+    policy = TimingPolicy(min_repeats=3, max_repeats=3, target_seconds=0.0, isolate=False, max_rounds=3,
+                          min_sample=1e-3)
+    times, failed = measure_variants({"a": counted("a"), "b": counted("b"), "slow": counted("slow", 2e-3)}, (1,),
+                                     policy=policy, counts=counts)
+    assert not failed and calls["slow"] == 1 + 3
+    assert calls["a"] > 100 and calls["b"] > 100 and counts["calls"] == sum(calls.values())   # < 15 us a call
+    assert times["a"] < times["slow"] / 100 and times["b"] < times["slow"] / 100 and times["slow"] >= 2e-3
+    with pytest.raises(ValueError, match="min_sample must be a finite number"):
+        TimingPolicy(min_sample=-1.0)
 
 
 def _slowing_then_steady(first_slow: int, slow: float, fast: float):
