@@ -54,6 +54,27 @@ def _warn_if_only_the_reference_is_right(cv: CodeVariant, rows: Sequence[Trainin
                       stacklevel=3)
 
 
+def _warn_if_wrong_variants_are_chosen(cv: CodeVariant, rows: Sequence[TrainingRow], model: SelectorModel) -> None:
+    """Warn where a variant returned a wrong result on some training inputs and the model still
+    chooses it on training inputs: a wrong variant is never labelled best where it was wrong,
+    but nothing stops the model from choosing it on inputs like those (a constraint does)."""
+    wrong = {v: [r for r in rows if r.failed.get(v, "").startswith("wrong result")] for v in cv.variant_names}
+    wrong = {v: bad for v, bad in wrong.items() if bad}
+    if not wrong or not rows:
+        return
+    X = [[r.features[f] for f in cv.feature_names] for r in rows]
+    chosen = model.predict(X)
+    for v, bad in wrong.items():
+        ids = {r.input_id for r in bad}
+        picked = [r.input_id for r, c, x in zip(rows, chosen, X) if c == v and cv.allowed(x)[v]]
+        if picked:
+            also = sum(i in ids for i in picked)
+            warnings.warn(f"{cv.name}: variant {v!r} returned a wrong result on {len(bad)} of {len(rows)} training "
+                          f"inputs (e.g. {', '.join(sorted(ids)[:3])}), yet the model chooses it on {len(picked)} "
+                          f"training inputs{f', {also} of them among those' if also else ''}: fix it, or exclude "
+                          f"it where it is wrong (cv.add_constraint({v!r}, valid_if))", stacklevel=3)
+
+
 class Autotuner:
     """Tunes code variants of one computation (the paper's ``autotuner``)."""
 
@@ -267,6 +288,7 @@ class Autotuner:
             if report["too_noisy"]:
                 warnings.warn(f"{cv.name}: {format_report(report)}", NoisyMachineWarning, stacklevel=2)
             model = self.fit_rows(cv, rows)
+            _warn_if_wrong_variants_are_chosen(cv, rows, model)
             model.provenance["timing"] = report
             cv.model = model
             if cv.record:

@@ -151,3 +151,27 @@ def test_a_broken_default_that_every_other_variant_disagrees_with_is_warned_of()
     assert {r.best for r in tuner.training_rows["brokendefault"]} <= {"good", "also_good"}
     assert all(r.failed["broken"].startswith("wrong result (not comparable with the reference: TypeError")
                for r in tuner.training_rows["brokendefault"])        # None against a number: no crash
+
+
+def test_a_variant_wrong_on_some_inputs_yet_chosen_is_warned_of():
+    """'quick' is fast but wrong on every third input: never labelled best there, yet the model
+    learns to choose it on inputs like the others; tune() says so and points to constraints. A
+    constraint excluding it where it is wrong silences the warning."""
+    def quick(x):
+        return x + (1 if x % 3 else 2)
+
+    def careful(x):
+        time.sleep(0.002)
+        return x + 1
+
+    tuner = autotuner("wrongsome", policy=FAST, progress=False)
+    tuner.set_training_args([float(i) for i in range(1, 25)])
+    cv = code_variant("wrongsome", [quick, careful], {"x": lambda x: float(x)}, reference=lambda x: x + 1)
+    with pytest.warns(UserWarning, match=r"variant 'quick' returned a wrong result on 8 of 24 training inputs .*"
+                                         r"yet the model chooses it on \d+ training inputs.*cv.add_constraint\('quick'"):
+        tuner.tune([cv])
+    cv.add_constraint("quick", lambda f: f["x"] % 3 != 0)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        tuner.tune([cv])
