@@ -1,14 +1,19 @@
 """Progress bars only where someone watches them.
 
 Every bar nitro shows goes through :func:`progress_bar`. A bar is drawn on a terminal (or
-as a notebook widget); with stderr sent to a pipe or a file it draws nothing, because
-there each redraw becomes a line of its own and a long run writes hundreds of them.
+as a notebook widget); with stderr sent to a pipe or a file it draws no bar, because there
+each redraw becomes a line of its own and a long run writes hundreds of them: a run that lasts
+writes one plain line when an item ends and a minute or more has passed since the last line, so
+that a batch job's log shows it is alive.
 """
 from __future__ import annotations
 
 import sys
+import time
 
 from tqdm.auto import tqdm
+
+LINE_EVERY = 60.0       # seconds between the plain progress lines written where no bar is drawn
 
 
 def _in_notebook() -> bool:
@@ -32,8 +37,26 @@ def shows_progress(enabled: bool = True, file=None) -> bool:
 
 
 def progress_bar(iterable=None, desc: str | None = None, total: int | None = None, unit: str = "it",
-                 enabled: bool = True, file=None, **kwargs):
-    """``tqdm(iterable, ...)`` that draws nothing unless :func:`shows_progress`; iterating
-    it yields the items of ``iterable`` either way."""
-    return tqdm(iterable, desc=desc, total=total, unit=unit, file=file,
-                disable=not shows_progress(enabled, file), **kwargs)
+                 enabled: bool = True, file=None, every: float | None = None, **kwargs):
+    """``tqdm(iterable, ...)`` drawn where :func:`shows_progress`; elsewhere (``enabled``) the
+    items of ``iterable`` with a plain line every ``every`` seconds (:data:`LINE_EVERY`) at most."""
+    if shows_progress(enabled, file) or not enabled or iterable is None:
+        return tqdm(iterable, desc=desc, total=total, unit=unit, file=file,
+                    disable=not shows_progress(enabled, file), **kwargs)
+    return _lines(iterable, desc or "progress", total, unit, file, LINE_EVERY if every is None else every)
+
+
+def _lines(iterable, desc: str, total: int | None, unit: str, file, every: float):
+    """Yield ``iterable``'s items; after one ends, when ``every`` seconds have passed since the
+    start or the last line, write ``desc: k/total unit(s) done, elapsed``."""
+    if total is None and hasattr(iterable, "__len__"):
+        total = len(iterable)
+    start = last = time.monotonic()
+    for k, item in enumerate(iterable, 1):
+        yield item
+        now = time.monotonic()
+        if now - last >= every:
+            last = now
+            minutes, seconds = divmod(int(now - start), 60)
+            print(f"{desc}: {k}{f'/{total}' if total else ''} {unit}{'s' * (k != 1)} done, "
+                  f"{minutes} min {seconds:02d} s", file=file or sys.stderr, flush=True)
