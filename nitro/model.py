@@ -363,6 +363,29 @@ def tree_leaves(t: dict, X32):
         node = np.where(internal, np.where(go_left, left, t["cr"][node]), node)
 
 
+def _gbt_sum(a: dict, rows, trees: slice):
+    """The boosted sum of ``rows`` over the trees ``trees`` of gbt arrays ``a``: all of them
+    traversed together, level by level, and summed in scikit-learn's order (init, then each
+    stage's scaled leaf value), so that choices match its ``predict`` exactly."""
+    import numpy as np
+    if a["f32"]:
+        rows = rows.astype(np.float32).astype(np.float64)
+    cl, cr, f, thr, v = (a[key][trees] for key in ("cl", "cr", "f", "thr", "v"))
+    m, n_trees = rows.shape[0], cl.shape[0]
+    tree = np.arange(n_trees)[None, :]
+    row = np.arange(m)[:, None]
+    node = np.zeros((m, n_trees), dtype=np.intp)
+    while True:
+        left = cl[tree, node]
+        internal = left >= 0
+        if not internal.any():
+            break
+        go_left = rows[row, f[tree, node]] <= thr[tree, node]
+        node = np.where(internal, np.where(go_left, left, cr[tree, node]), node)
+    terms = np.hstack([np.full((m, 1), a["init"]), a["lr"] * v[tree, node]])
+    return np.add.accumulate(terms, axis=1)[:, -1]
+
+
 def _scores_extra(kind: str, a: dict, X, k: int):
     """Scores (argmax = choice) of the time learners' kinds, see :meth:`SelectorModel.scores`."""
     import numpy as np
@@ -371,28 +394,14 @@ def _scores_extra(kind: str, a: dict, X, k: int):
         return -a["v"][tree_leaves(a, X32)]
     if kind == "gbt":
         n = X.shape[0]
+        if a["starts"].size:       # one booster per variant: each variant's rows through its own trees only
+            out = np.empty((n, k))
+            for j in range(k):
+                rows = np.hstack([X, np.tile(a["codes"][j], (n, 1))])
+                out[:, j] = _gbt_sum(a, rows, slice(a["starts"][j], a["starts"][j + 1]))
+            return out
         rows = np.hstack([np.repeat(X, k, axis=0), np.tile(a["codes"], (n, 1))])
-        if a["f32"]:
-            rows = rows.astype(np.float32).astype(np.float64)
-        m, n_trees = rows.shape[0], a["cl"].shape[0]
-        tree = np.arange(n_trees)[None, :]
-        row = np.arange(m)[:, None]
-        node = np.zeros((m, n_trees), dtype=np.intp)
-        while True:
-            left = a["cl"][tree, node]
-            internal = left >= 0
-            if not internal.any():
-                break
-            go_left = rows[row, a["f"][tree, node]] <= a["thr"][tree, node]
-            node = np.where(internal, np.where(go_left, left, a["cr"][tree, node]), node)
-        # summed in scikit-learn's order: init, then each stage's scaled leaf value
-        leaves = a["lr"] * a["v"][tree, node]
-        if a["starts"].size:       # one booster per variant: a row sums its own variant's trees only
-            owner = np.repeat(np.arange(k), np.diff(a["starts"]))
-            leaves = np.where(owner[None, :] == np.tile(np.arange(k), n)[:, None], leaves, 0.0)
-        terms = np.hstack([np.full((m, 1), a["init"]), leaves])
-        raw = np.add.accumulate(terms, axis=1)[:, -1]
-        return raw.reshape(n, k)
+        return _gbt_sum(a, rows, slice(None)).reshape(n, k)
     if kind == "linear":
         Z = X * a["inv_unit"]
         Z[:, a["log"]] = np.log1p(np.maximum(Z[:, a["log"]], 0.0))
