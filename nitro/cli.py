@@ -6,6 +6,7 @@ import json
 import math
 import os
 import sys
+import threading
 from pathlib import Path
 
 from .search import EarlyStopping
@@ -362,10 +363,17 @@ def cmd_tune_from_source(args):
                              target_budget=args.target_budget, save=args.output is None, time_weight=args.time_weight)
     if args.output:
         Path(args.output).write_text(json.dumps(model.to_dict()))
-    p = model.provenance
+    lines = _transfer_lines(args.computation, model.provenance)
+    lines.append(f"model written to {args.output}" if args.output else
+                 f"model stored for {model.provenance['target']} in {store!r}")
+    _emit(args, model.provenance, "\n".join(lines))
+
+
+def _transfer_lines(computation: str, p: dict) -> list[str]:
+    """What ``tune-from-source`` prints of a transferred model's provenance ``p``."""
     selection = ("P-DFS, then " if "p_dfs" in p else "") + (
         f"CV-DFS, an ensemble of {len(p['subsets'])} subsets" if "cv_dfs" in p else f"no CV-DFS: {p.get('cv_dfs_off')}")
-    lines = [f"model of {args.computation!r} for {p['target']} from {len(p['sources'])} sources "
+    lines = [f"model of {computation!r} for {p['target']} from {len(p['sources'])} sources "
              f"({', '.join(p['sources'])}); device features ({selection}): {', '.join(p['device_features']) or 'none'}",
              f"variants: {', '.join(p['variants'])}"]
     lines += [f"left out variant {v}: {why}" for v, why in p["variants_left_out"].items()]
@@ -390,6 +398,13 @@ def cmd_tune_from_source(args):
                          f"{'trees' if e.get('learner', 'trees') == 'trees' else 'the correction'} fitted without it)"
                          + (f"; the zero-shot estimate was {100 * (z['predicted_quality'] - e['zero_shot_on_timed']):.1f} "
                             "points too high here" if z["predicted_quality"] - e["zero_shot_on_timed"] > 0.03 else ""))
+            if e["quality"] < e["zero_shot_on_timed"]:
+                lines.append("the few-shot model is kept although its cross-validated figure is the lower: with few "
+                             "timed inputs each held-out one is often alone in its region, so the figure understates "
+                             "the model fitted on all of them, while the zero-shot model's figure is measured on "
+                             "inputs it never saw; choosing between the two by this comparison lost up to 1.6 "
+                             "points on the SpMV data (benchmarks/README.md, \"Two rules to pick\"); time more "
+                             "inputs (a larger --target-budget) for a figure to trust")
     if c:
         held = (f"held-out sources {100 * c['held_out_quality']:.1f}, worst {100 * c['held_out_worst']:.1f}"
                 if c.get("held_out") else "no source to hold out: the model's own estimate alone, unvalidated")
@@ -413,9 +428,7 @@ def cmd_tune_from_source(args):
                          + (_may_fall_below(b.get("chance_below")) if name in c["may_trail"] else ""))
         if c["level"] == "low":
             lines.append(f"estimate LOW ({'; '.join(c.get('low_because', []))}): {c['advice']}")
-    lines.append(f"model written to {args.output}" if args.output else
-                 f"model stored for {p['target']} in {store!r}")
-    _emit(args, p, "\n".join(lines))
+    return lines
 
 
 def cmd_record(args):
@@ -796,12 +809,37 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is, as a Ctrl-C would be: joblib's workers, the
+    measurement worker and the embedded store are then cleaned up as after a Ctrl-C (the signal's
+    default left joblib's workers running, orphaned)."""
+
+
+def _terminated(signum, frame):
+    raise Terminated()
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    import signal
+    own = signal.getsignal(signal.SIGTERM) is signal.SIG_DFL and threading.current_thread() is threading.main_thread()
+    if own:
+        signal.signal(signal.SIGTERM, _terminated)
+    try:
+        return _run(args)
+    finally:
+        if own:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _run(args) -> int:
     try:
         from .parallel import parallel_backend
         with parallel_backend(getattr(args, "backend", None), address=getattr(args, "backend_address", None)):
             args.func(args)
+    except KeyboardInterrupt as exc:
+        print(f"nitro: {'terminated' if isinstance(exc, Terminated) else 'interrupted'}", file=sys.stderr)
+        return 143 if isinstance(exc, Terminated) else 130
     except BrokenPipeError:         # the reader left (``| head``): not an error of ours; stdout goes
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # nowhere, so exit's flush is quiet
         return 0

@@ -97,6 +97,13 @@ def test_store_import_ls_export(capsys, tmp_path, spmv_dataset):
                  "--target-budget", "12", "--json"]) == 0
     prov = json.loads(capsys.readouterr().out)
     assert len(prov["few_shot"]["inputs"]) == 12 and prov["few_shot"]["estimate"]["folds"] == 5
+    from nitro.cli import _transfer_lines      # a cross-validated figure below the zero-shot one is explained
+    e = prov["few_shot"]["estimate"]
+    said = "\n".join(_transfer_lines("spmv", prov))
+    assert ("the few-shot model is kept although its cross-validated figure is the lower" in said) == \
+        (e["quality"] < e["zero_shot_on_timed"])
+    lower = {**prov, "few_shot": {**prov["few_shot"], "estimate": {**e, "quality": e["zero_shot_on_timed"] - 0.1}}}
+    assert "understates the model fitted on all of them" in "\n".join(_transfer_lines("spmv", lower))
     with pytest.raises(SystemExit):
         main(["tune-from-source", "spmv", "--target", "tesla_k40m", "--target-budget", "1.5"])
     assert "a count (1, 2, ...) or a fraction in (0, 1)" in capsys.readouterr().err
@@ -212,3 +219,26 @@ def test_a_reader_that_left_early_is_no_error(tmp_path):
         os.close(write)
     assert out.returncode == 0 and b"Broken pipe" not in out.stderr and b"Traceback" not in out.stderr, out.stderr
     assert (tmp_path / "s" / "devices.csv").exists()
+
+
+def test_sigterm_stops_evaluate_and_its_workers(spmv_dataset):
+    """SIGTERM during `nitro evaluate` ends it as a Ctrl-C would (exit 143, one line): its joblib
+    workers end with it (with the signal's default they ran on, orphaned)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    psutil = pytest.importorskip("psutil")
+    run = subprocess.Popen([sys.executable, "-m", "nitro.cli", "evaluate", str(spmv_dataset), "--methods", "few_shot",
+                            "--n-jobs", "2", "--json"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    main_process, workers = psutil.Process(run.pid), []
+    deadline = time.monotonic() + 120
+    while not workers and time.monotonic() < deadline and run.poll() is None:
+        workers = [p for p in main_process.children(recursive=True) if "loky" in " ".join(p.cmdline())]
+        time.sleep(0.2)
+    assert workers, "evaluate started no joblib worker"
+    run.send_signal(signal.SIGTERM)
+    _, err = run.communicate(timeout=60)
+    assert run.returncode == 143 and err.strip().splitlines()[-1] == "nitro: terminated"
+    gone, alive = psutil.wait_procs(workers, timeout=30)
+    assert not alive, f"workers left running: {alive}"
