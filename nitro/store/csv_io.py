@@ -204,11 +204,15 @@ def _device_writes(store: Store, directory: Path, devices: pd.DataFrame, update:
     """``{device: (features, metadata)}`` to write for every ``devices.csv`` row: the values the
     store lacks, and those that differ from its records (an error, unless ``update``: then
     overwritten, with a note per device), since every computation's models read them."""
-    writes, changes = {}, {}
+    writes, changes, from_store = {}, {}, {}
     provenance = load_feature_provenance(directory) or _recording_provenance(directory)
     for device in devices.index:
         record, metadata = _device_record(devices, device, provenance)
         old_record, old_metadata = store.device(device, missing_ok=True) or {}, store.device_metadata(device)
+        kept = [k for k, old in old_record.items()
+                if old.get("value") is not None and (record.get(k) or {}).get("value") is None]
+        if kept:            # empty or absent in devices.csv: tuning reads the stored value
+            from_store[device] = kept
         new_record, new_metadata = {}, {}
         for name, rec in record.items():
             old = old_record.get(name, {})
@@ -237,8 +241,14 @@ def _device_writes(store: Store, directory: Path, devices: pd.DataFrame, update:
                          "was written. To overwrite the stored records import with update_devices=True "
                          "(nitro store import --update-devices); to keep them, make devices.csv agree "
                          "or leave those cells empty")
-    return writes, [f"device {d} record updated: " + ", ".join(f"{name} {old!r} -> {new!r}" for name, old, new in cs)
-                    for d, cs in changes.items()]
+    notes = [f"device {d} record updated: " + ", ".join(f"{name} {old!r} -> {new!r}" for name, old, new in cs)
+             for d, cs in changes.items()]
+    if from_store:
+        shown = "; ".join(f"{d}: {', '.join(k[:4])}{' ...' if len(k) > 4 else ''}" for d, k in list(from_store.items())[:SHOWN])
+        notes.append(f"{sum(map(len, from_store.values()))} device features empty or absent in "
+                     f"{csv_path(directory, 'devices')} keep the store's values, which tuning from sources reads "
+                     f"({shown}{' ...' if len(from_store) > SHOWN else ''}); nitro evaluate on the directory sees them empty")
+    return writes, notes
 
 
 def _recording_provenance(directory: Path) -> dict[tuple[str, str], tuple[str, str]]:

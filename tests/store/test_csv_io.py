@@ -427,3 +427,19 @@ def test_a_recordings_device_json_gives_units_and_sources(store, tmp_path):
     record = json.loads((recording / "device.json").read_text())["cpu_amd_epyc_2t"]
     assert {k: (v["unit"], v["source"]) for k, v in stored.items()} == \
            {k: (v["unit"], v["source"]) for k, v in record.items()}
+
+
+def test_an_import_says_which_device_features_come_from_the_store_not_the_file(store, tmp_path):
+    store.put_device("dev1", {"cores": {"value": 8.0, "unit": "", "source": "query"},
+                              "l2_kb": {"value": 512.0, "unit": "KB", "source": "query"}})
+    src = tmp_path / "src"
+    src.mkdir()
+    pd.DataFrame({"device": ["dev1"], "cores": [8.0], "l2_kb": [None]}).to_csv(src / "devices.csv", index=False)
+    pd.DataFrame({"input": ["i0", "i1"], "N": [1.0, 2.0]}).to_csv(src / "inputs.csv", index=False)
+    pd.DataFrame([{"device": "dev1", "input": i, "variant": v, "time_s": 1.5}
+                  for i in ("i0", "i1") for v in ("a", "b")]).to_csv(src / "measurements.csv", index=False)
+    notes = import_computation(store, "toy", src)["notes"]
+    assert [n for n in notes if "keep the store's values" in n] == [
+        f"1 device features empty or absent in {src / 'devices.csv'} keep the store's values, which tuning from "
+        "sources reads (dev1: l2_kb); nitro evaluate on the directory sees them empty"]
+    assert store.device("dev1")["l2_kb"]["value"] == 512.0
