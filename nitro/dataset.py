@@ -340,6 +340,14 @@ def check_measurement_columns(directory, columns) -> None:
     raise ValueError(f"{directory}/measurements: needs columns {sorted(MEASUREMENT_COLUMNS)}, has {list(columns)}{hint}")
 
 
+def unread_columns_note(directory, columns) -> list[str]:
+    """The note on ``measurements`` columns nitro does not read (a ``unit`` or ``std_s`` column:
+    times are read from ``time_s``, in seconds, whatever it says)."""
+    extra = [str(c) for c in columns if c not in MEASUREMENT_COLUMNS]
+    return [f"{directory}/measurements: columns {extra} are not read (only {', '.join(MEASUREMENT_COLUMNS)}; "
+            "time_s in seconds)"] if extra else []
+
+
 def unnamed_note(count: int) -> list[str]:
     """The note on measurements with an empty device, input or variant cell (dropped)."""
     return [f"{count} measurements name no device, input or variant (an empty cell): dropped"] if count else []
@@ -373,6 +381,7 @@ def load_dataset_dir(directory) -> Measurements:
     directory = dataset_dir(directory)
     meas = _read_csv(directory, "measurements")
     check_measurement_columns(directory, meas.columns)
+    unread = unread_columns_note(directory, meas.columns)
     meas["time_s"], dropped = run_times(meas["time_s"])
     named = meas.dropna(subset=["device", "input", "variant"])   # a row naming nothing is dropped
     unnamed, meas = len(meas) - len(named), named
@@ -401,7 +410,7 @@ def load_dataset_dir(directory) -> Measurements:
     empty = empty[:, [values.columns.get_loc(c) for c in kept]]
     bad = empty.any(axis=1)
     notes += dropped_inputs_note(kept, empty.sum(axis=0), int(bad.sum()), len(values))
-    notes += unlisted_inputs_note(len(unlisted), min(unlisted) if len(unlisted) else None) + unnamed_note(unnamed)
+    notes += unread + unlisted_inputs_note(len(unlisted), min(unlisted) if len(unlisted) else None) + unnamed_note(unnamed)
     notes += dropped.notes() + repeated_note(int((counts > 1).sum()), int(counts.max()) if len(counts) else 0)
     inputs = values.loc[~bad, kept]
     times = times[times.index.get_level_values(1).isin(inputs.index)]

@@ -24,7 +24,8 @@ import pandas as pd
 from ..dataset import (FEATURE_COLUMNS, DroppedTimes, check_measurement_columns, csv_path, dataset_dir, dataset_files,
                        device_feature_names, dropped_inputs_note, input_columns, load_devices, load_feature_provenance,
                        read_csv_chunks,
-                       refuse_to_overwrite, repeated_note, run_times, text_examples, unlisted_inputs_note, unnamed_note)
+                       refuse_to_overwrite, repeated_note, run_times, text_examples, unlisted_inputs_note, unnamed_note,
+                       unread_columns_note)
 from ..measurement import TrainingRow
 from .redis_store import Store
 
@@ -143,7 +144,8 @@ def import_computation(store: Store, computation: str, directory, variants=None,
     with _scratch() as db:
         found, dropped, unnamed = _spool_measurements(db, directory)
         columns, notes = _spool_inputs(db, directory)
-        notes += unnamed_note(unnamed) + dropped.notes() + repeated_note(*db.execute(
+        notes += unread_columns_note(directory, pd.read_csv(csv_path(directory, "measurements"), nrows=0).columns) + \
+            unnamed_note(unnamed) + dropped.notes() + repeated_note(*db.execute(
             "SELECT COUNT(*), COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) AS n FROM meas WHERE time IS NOT NULL "
             "GROUP BY device, input, variant HAVING n > 1)").fetchone())
         devices, device_notes = load_devices(directory)

@@ -443,3 +443,15 @@ def test_an_import_says_which_device_features_come_from_the_store_not_the_file(s
         f"1 device features empty or absent in {src / 'devices.csv'} keep the store's values, which tuning from "
         "sources reads (dev1: l2_kb); nitro evaluate on the directory sees them empty"]
     assert store.device("dev1")["l2_kb"]["value"] == 512.0
+
+
+def test_measurement_columns_not_read_are_noted_by_import_and_evaluate_alike(store, tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    pd.DataFrame({"device": ["dev1"], "cores": [8.0]}).to_csv(src / "devices.csv", index=False)
+    pd.DataFrame({"input": ["i0", "i1"], "N": [1.0, 2.0]}).to_csv(src / "inputs.csv", index=False)
+    pd.DataFrame([{"device": "dev1", "input": i, "variant": v, "time_s": 1.5, "unit": "ms", "std_s": 0.1}
+                  for i in ("i0", "i1") for v in ("a", "b")]).to_csv(src / "measurements.csv", index=False)
+    said = f"{src}/measurements: columns ['unit', 'std_s'] are not read (only device, input, variant, time_s; time_s in seconds)"
+    assert said in import_computation(store, "toy", src)["notes"]
+    assert said in load_dataset_dir(src).notes
