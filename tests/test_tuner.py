@@ -45,7 +45,8 @@ def test_tuning_resumes_without_remeasuring(store):
 
     cv = code_variant("inc", [a, b], {"x": lambda x: float(x)})
     cv.record, cv.device_id = True, "dev"
-    tuner = autotuner("inc", store=store, policy=FAST, progress=False)
+    once_a_sample = TimingPolicy(min_repeats=1, max_repeats=3, target_seconds=0.0, min_sample=0.0)
+    tuner = autotuner("inc", store=store, policy=once_a_sample, progress=False)
     tuner.set_training_args([1, 2, 3])
     tuner.tune([cv])
     first = calls.value
@@ -53,6 +54,12 @@ def test_tuning_resumes_without_remeasuring(store):
     tuner.tune([cv])
     assert 0 < calls.value - first < first / 2          # only input 4 was measured
     assert len(store.rows("inc", "dev")) == 4
+    assert tuner.timing_report["inc"]["n_inputs"] == 1
+    again = autotuner("inc", store=store, policy=once_a_sample, progress=False)
+    again.set_training_args([1, 2, 3, 4])
+    again.tune([cv])                                    # nothing measured: the report of the run that measured
+    assert again.timing_report["inc"]["n_inputs"] == 1
+    assert store.model("inc", "dev")["provenance"]["timing"]["n_inputs"] == 1
 
 
 def test_bad_training_inputs_are_named():

@@ -5,6 +5,7 @@ import itertools
 import json
 import math
 import operator
+import os
 from typing import Callable, Iterable, Iterator, Mapping
 
 import redis
@@ -13,7 +14,7 @@ from redis.exceptions import NoPermissionError, RedisClusterException
 from ..measurement import TrainingRow
 from . import keys
 from .rowcodec import decode_rows, decoder_for, encode_rows
-from .connection import StoreError, clean, connect, describe
+from .connection import ENV_URL, StoreError, clean, connect, describe
 
 
 # one encoder for every record but rows (nitro.store.rowcodec): finite numbers only
@@ -94,6 +95,8 @@ class Store:
     def __init__(self, url: str | None = None, client: redis.Redis | None = None):
         if not (url is None or isinstance(url, str)):
             raise TypeError(f"a store is opened from a Redis URL (str) or None (the embedded store), got {url!r}")
+        if url is None and client is None:       # $NITRO_STORE: named and its password masked as a given URL
+            url = os.environ.get(ENV_URL) or None
         self.url = url
         self.client = client if client is not None else connect(url)
         self._check_schema()

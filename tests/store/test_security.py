@@ -105,7 +105,7 @@ def test_nitro_has_no_code_path_that_unpickles_or_evaluates():
     assert found == []
 
 
-def test_password_protected_server(redis_server, caplog):
+def test_password_protected_server(redis_server, caplog, monkeypatch):
     server = redis_server(password=PASSWORD)
     caplog.set_level(logging.DEBUG)
     url = f"redis://:{QUOTED}@127.0.0.1:{server.port}/0"
@@ -121,6 +121,8 @@ def test_password_protected_server(redis_server, caplog):
             connect(bad)
         messages.append(str(err.value))
     assert "authenticat" in messages[3].lower()          # says why: no password given
+    monkeypatch.setenv("NITRO_STORE", url)               # named alike when the URL comes from the environment
+    assert repr(Store()) == repr(store) == f"Store(redis://:***@127.0.0.1:{server.port}/0)"
     server.kill()                                  # an error in the middle of work
     with pytest.raises(StoreError, match=f"store redis://:\\*\\*\\*@127.0.0.1:{server.port}/0 failed") as err:
         store.rows("hist", "dev")
