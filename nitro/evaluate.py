@@ -192,8 +192,12 @@ def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, 
     complete, somewhere = data.complete_inputs(main), data.complete_inputs(main, some=True)
     if len(complete) >= max(MIN_INPUTS, COMMON_SHARE * len(somewhere)):
         if len(complete) < len(data.inputs):
+            missing = ~np.isfinite(data.times[idx]).all(axis=0)          # (inputs, variants): untimed somewhere
+            why = ", ".join(f"{v} on {n}" for v, n in zip(data.variants, missing.sum(axis=0).tolist()) if n)
             notes.append(f"{len(complete)} of {len(data.inputs)} inputs are timed for every variant on every device "
-                         "and evaluated; the others are left out")
+                         f"and evaluated; the others are left out (inputs without a time somewhere, by variant: "
+                         f"{why}; a variant that fails on many inputs is better left out with --variants, or "
+                         "excluded there by a constraint)")
     elif len(somewhere) >= MIN_INPUTS:       # devices that timed different inputs: each its own
         notes.append(f"only {len(complete)} of the {len(somewhere)} inputs timed for every variant on some device "
                      f"are timed so on every device: split among all {len(somewhere)}, each target is scored on the "
