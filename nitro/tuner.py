@@ -17,7 +17,8 @@ from .model import SelectorModel
 from .noise import NoisyMachineWarning, format_report, summarize
 from .metrics import fraction_of_optimum
 from .progress import progress_bar
-from .search import PLATEAU_INPUTS, PLATEAU_QUALITY, SKIPPED, EarlyStopping, budget_count, margins, prior_order, spread_indices
+from .search import (PLATEAU_INPUTS, PLATEAU_QUALITY, SKIPPED, EarlyStopping, budget_count, margins, prior_order,
+                     spread_indices)
 from .store import Store
 from .variant import CodeVariant
 
@@ -60,7 +61,7 @@ def _warn_if_wrong_variants_are_chosen(cv: CodeVariant, rows: Sequence[TrainingR
     but nothing stops the model from choosing it on inputs like those (a constraint does)."""
     wrong = {v: [r for r in rows if r.failed.get(v, "").startswith("wrong result")] for v in cv.variant_names}
     wrong = {v: bad for v, bad in wrong.items() if bad}
-    if not wrong or not rows:
+    if not wrong:
         return
     X = [[r.features[f] for f in cv.feature_names] for r in rows]
     chosen = model.predict(X)

@@ -9,8 +9,8 @@ from pathlib import Path
 import redis
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.cluster import RedisCluster
-from redis.retry import Retry
 from redis.exceptions import RedisClusterException
+from redis.retry import Retry
 
 from .cluster import cluster_client, cluster_name, is_cluster_url
 

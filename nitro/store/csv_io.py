@@ -23,9 +23,8 @@ import pandas as pd
 
 from ..dataset import (FEATURE_COLUMNS, DroppedTimes, check_measurement_columns, csv_path, dataset_dir, dataset_files,
                        device_feature_names, dropped_inputs_note, input_columns, load_devices, load_feature_provenance,
-                       read_csv_chunks,
-                       refuse_to_overwrite, repeated_note, run_times, text_examples, unlisted_inputs_note, unnamed_note,
-                       unread_columns_note)
+                       read_csv_chunks, refuse_to_overwrite, repeated_note, run_times, text_examples,
+                       unlisted_inputs_note, unnamed_note, unread_columns_note)
 from ..measurement import TrainingRow
 from .redis_store import Store
 
@@ -142,10 +141,9 @@ def import_computation(store: Store, computation: str, directory, variants=None,
     profiles = _read_profiles(directory / "profiles.json", str)
     proxies = _read_profiles(directory.parent / "proxy_profiles.json", int)
     with _scratch() as db:
-        found, dropped, unnamed = _spool_measurements(db, directory)
+        found, dropped, unnamed, unread = _spool_measurements(db, directory)
         columns, notes = _spool_inputs(db, directory)
-        notes += unread_columns_note(directory, pd.read_csv(csv_path(directory, "measurements"), nrows=0).columns) + \
-            unnamed_note(unnamed) + dropped.notes() + repeated_note(*db.execute(
+        notes += unread + unnamed_note(unnamed) + dropped.notes() + repeated_note(*db.execute(
             "SELECT COUNT(*), COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) AS n FROM meas WHERE time IS NOT NULL "
             "GROUP BY device, input, variant HAVING n > 1)").fetchone())
         devices, device_notes = load_devices(directory)
@@ -246,7 +244,8 @@ def _device_writes(store: Store, directory: Path, devices: pd.DataFrame, update:
     notes = [f"device {d} record updated: " + ", ".join(f"{name} {old!r} -> {new!r}" for name, old, new in cs)
              for d, cs in changes.items()]
     if from_store:
-        shown = "; ".join(f"{d}: {', '.join(k[:4])}{' ...' if len(k) > 4 else ''}" for d, k in list(from_store.items())[:SHOWN])
+        shown = "; ".join(f"{d}: {', '.join(k[:4])}{' ...' if len(k) > 4 else ''}"
+                          for d, k in list(from_store.items())[:SHOWN])
         notes.append(f"{sum(map(len, from_store.values()))} device features empty or absent in "
                      f"{csv_path(directory, 'devices')} keep the store's values, which tuning from sources reads "
                      f"({shown}{' ...' if len(from_store) > SHOWN else ''}); nitro evaluate on the directory sees them empty")
@@ -351,15 +350,16 @@ def _import_profiles(store: Store, computation: str, directory: Path, measured: 
     return notes
 
 
-def _spool_measurements(db: sqlite3.Connection, directory: Path) -> tuple[list[str], DroppedTimes, int]:
+def _spool_measurements(db: sqlite3.Connection, directory: Path) -> tuple[list[str], DroppedTimes, int, list[str]]:
     """``measurements.csv`` into table ``meas`` (device, input, variant, time: NULL where not a
     finite, positive number); the variants with a time, in the order the file first names them
-    (the first is the store's default variant), the times dropped, by why, and how many rows
-    named no device, input or variant (dropped)."""
+    (the first is the store's default variant), the times dropped, by why, how many rows
+    named no device, input or variant (dropped), and the note on columns not read."""
     db.execute("CREATE TABLE meas (device TEXT, input TEXT, variant TEXT, time REAL)")
-    found, dropped, unnamed = {}, DroppedTimes(), 0
+    found, dropped, unnamed, unread = {}, DroppedTimes(), 0, []
     for chunk in read_csv_chunks(directory, "measurements", CHUNK):
         check_measurement_columns(directory, chunk.columns)
+        unread = unread or unread_columns_note(directory, chunk.columns)
         named = chunk.dropna(subset=["device", "input", "variant"])   # a row naming nothing is dropped
         unnamed, chunk = unnamed + len(chunk) - len(named), named
         time, bad = run_times(chunk["time_s"])                          # NaN: stored as NULL
@@ -369,7 +369,7 @@ def _spool_measurements(db: sqlite3.Connection, directory: Path) -> tuple[list[s
             db.executemany("INSERT INTO meas VALUES (?, ?, ?, ?)",
                            zip(*(chunk[c].tolist() for c in ("device", "input", "variant")), time.tolist()))
     db.execute("CREATE INDEX meas_by_device ON meas (device, input)")
-    return list(found), dropped, unnamed
+    return list(found), dropped, unnamed, unread
 
 
 def _spool_inputs(db: sqlite3.Connection, directory: Path) -> tuple[dict[str, str], list[str]]:
