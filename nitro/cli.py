@@ -269,13 +269,13 @@ def cmd_evaluate(args):
                                  candidates=args.candidates or None, quantile=args.quantile, audit=args.audit,
                                  refit_every=args.refit_every, cvdfs=args.zero_shot == "cvdfs",
                                  max_size=args.max_subset_size, n_jobs=args.n_jobs, refit=args.refit,
-                                 progress=not args.json, time_weight=args.time_weight)
+                                 progress=True, time_weight=args.time_weight)     # on stderr: --json too
         _emit(args, result, format_online(result))
         return
     from .evaluate import evaluate, evaluate_splits, format_evaluation, format_splits
     options = dict(variants=_split(args.variants), devices=_split(args.devices), test_size=args.test_size,
                    methods=_split(args.methods), max_size=args.max_subset_size, k=args.k, n_jobs=args.n_jobs,
-                   progress=not args.json, cross_features=args.cross_features, holdout_by=args.holdout_by,
+                   progress=True, cross_features=args.cross_features, holdout_by=args.holdout_by,   # stderr
                    time_weight=args.time_weight)
     if args.seeds:
         if args.plot:
