@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import math
 import os
@@ -64,7 +65,7 @@ def cmd_store_export(args):
 def cmd_store_import(args):
     from .store.csv_io import import_computation
     result = import_computation(_store(args), args.computation, args.directory,
-                                variants=args.variants.split(",") if args.variants else None,
+                                variants=_split(args.variants),
                                 update_devices=args.update_devices)
     _emit(args, result, "\n".join([f"imported {result['rows']} rows on {result['devices']} devices as {args.computation!r}",
                                     *(f"note: {n}" for n in result["notes"])]))
@@ -528,7 +529,8 @@ def cmd_profile(args):
 
 
 def _split(text):
-    return [t for t in text.split(",") if t] if text else None
+    """A comma-separated option as a list; CSV quoting keeps a comma in a name (``'"a,b",c'``)."""
+    return [t for t in next(csv.reader([text], skipinitialspace=True)) if t] if text else None
 
 
 def build_parser() -> argparse.ArgumentParser:

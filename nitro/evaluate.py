@@ -163,7 +163,7 @@ def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, 
     untimed = untimed_variants(m, main)
     unknown = [v for v in variants or () if v not in m.variants]
     if unknown:
-        raise ValueError(f"unknown variants {unknown}; measured: {', '.join(m.variants)}")
+        raise ValueError(f"unknown variants {unknown}; measured: {m.variants}")
     variants = list(variants) if variants else [v for v in m.variants if v not in untimed]
     notes += [f"left out variant {v}: never timed on {', '.join(untimed[v])}" for v in m.variants
               if v in untimed and v not in variants]

@@ -188,7 +188,7 @@ def test_bad_values_that_reach_a_command_are_named_before_any_work(capsys, tmp_p
     syn = generate(tmp_path / "syn", n_inputs=20, n_devices=4)["directory"]
     for argv, message in (
             (["evaluate", syn, "--devices", "nosuch"], "devices ['nosuch'] have no measurements; measured: synthetic_alpha_0"),
-            (["evaluate", syn, "--variants", "nosuch,tiled"], "unknown variants ['nosuch']; measured: atomic, cache_blocked"),
+            (["evaluate", syn, "--variants", "nosuch,tiled"], "unknown variants ['nosuch']; measured: ['atomic', 'cache_blocked'"),
             (["bench", "scale", "--sizes", "50", "--steps", "nosuch"], "unknown steps ['nosuch']; known: tune_fit"),
             (["tune-from-source", "x", "--target", "t", "--target-features", str(tmp_path / "syn" / "README.md")],
              "--target-features " + str(tmp_path / "syn" / "README.md") + ": not a readable JSON file"),
@@ -242,3 +242,21 @@ def test_sigterm_stops_evaluate_and_its_workers(spmv_dataset):
     assert run.returncode == 143 and err.strip().splitlines()[-1] == "nitro: terminated"
     gone, alive = psutil.wait_procs(workers, timeout=30)
     assert not alive, f"workers left running: {alive}"
+
+
+def test_a_variant_name_holding_a_comma_is_named_with_csv_quoting(capsys, tmp_path):
+    import pandas as pd
+    from nitro.store import Store
+    from nitro.synthetic import VARIANTS, generate
+    syn = generate(tmp_path / "syn", n_inputs=20, n_devices=4)["directory"]
+    path = f"{syn}/measurements.csv.gz"
+    rows = pd.read_csv(path)
+    rows["variant"] = rows["variant"].replace(VARIANTS[0], "csr,merge")
+    rows.to_csv(path, index=False)                 # pandas quotes the name: "csr,merge"
+    assert main(["store", "import", syn, "commas", "--variants", f'"csr,merge", {VARIANTS[1]}']) == 0
+    assert Store().meta("commas")["variants"] == ["csr,merge", VARIANTS[1]]
+    capsys.readouterr()
+    assert main(["store", "import", syn, "split", "--variants", f"csr,merge,{VARIANTS[1]}"]) == 0
+    assert "variants ['csr', 'merge'] have no valid time" in capsys.readouterr().out     # unquoted: two names
+    assert main(["evaluate", syn, "--variants", f"csr,merge,{VARIANTS[1]}"]) == 2
+    assert "unknown variants ['csr', 'merge']" in capsys.readouterr().err

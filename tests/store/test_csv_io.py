@@ -21,7 +21,7 @@ def test_export_import_round_trip(store, tmp_path):
     data = load_dataset_dir(tmp_path / "ds")
     assert list(data.inputs.columns) == ["N", "S"] and data.devices.loc["dev1", "cores"] == 2.0
     notes = import_computation(store, "hist-copy", tmp_path / "ds", variants=["a", "b"])["notes"]
-    assert notes == [f"variants ['b'] have no valid time in {tmp_path / 'ds'}/measurements (timed: a): recorded "
+    assert notes == [f"variants ['b'] have no valid time in {tmp_path / 'ds'}/measurements (timed: ['a']): recorded "
                      "with no time on every input"]
     rows = store.rows("hist-copy", "dev1")
     assert len(rows) == 5 and rows[0].times["b"] is None and rows[0].best == "a"
