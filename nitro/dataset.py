@@ -411,6 +411,7 @@ def load_dataset_dir(directory) -> Measurements:
     bad = empty.any(axis=1)
     notes += dropped_inputs_note(kept, empty.sum(axis=0), int(bad.sum()), len(values))
     notes += unread + unlisted_inputs_note(len(unlisted), min(unlisted) if len(unlisted) else None) + unnamed_note(unnamed)
+    counts = counts[counts.index.get_level_values("input").isin(values.index[~bad])]    # the others: noted above
     notes += dropped.notes() + repeated_note(int((counts > 1).sum()), int(counts.max()) if len(counts) else 0)
     inputs = values.loc[~bad, kept]
     times = times[times.index.get_level_values(1).isin(inputs.index)]

@@ -145,7 +145,7 @@ def import_computation(store: Store, computation: str, directory, variants=None,
         columns, notes = _spool_inputs(db, directory)
         notes += unread + unnamed_note(unnamed) + dropped.notes() + repeated_note(*db.execute(
             "SELECT COUNT(*), COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) AS n FROM meas WHERE time IS NOT NULL "
-            "GROUP BY device, input, variant HAVING n > 1)").fetchone())
+            "AND input IN (SELECT input FROM inputs) GROUP BY device, input, variant HAVING n > 1)").fetchone())
         devices, device_notes = load_devices(directory)
         notes += device_notes
         stored = store.meta(computation) if computation in store.computations() else None

@@ -140,6 +140,7 @@ def _tricky_dataset(directory, inputs=12):
              for d in ("007", "d2") for k, i in enumerate(ids + ["ghost"]) for v in ("a", "b")]
     lines += [{"device": "007", "input": "00", "variant": "a", "time_s": 5.0},      # median of 1, 5, 9: 5
               {"device": "007", "input": "00", "variant": "a", "time_s": 9.0},
+              {"device": "007", "input": "ghost", "variant": "a", "time_s": 2.0},   # no repeat: left out
               {"device": "d2", "input": "01", "variant": "b", "time_s": -1.0},      # no valid time
               {"device": "d2", "input": "02", "variant": "b", "time_s": "fast"},
               {"device": "d2", "input": "02", "variant": "c", "time_s": 0.0}]       # c has no valid time
