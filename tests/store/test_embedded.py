@@ -229,3 +229,40 @@ def test_an_append_only_file_cut_inside_a_write_loads_with_a_warning(tmp_path):
         keys_ok, device_ok, pid = out.stdout.split()
         assert keys_ok == "True" and _gone_within([int(pid)], 5.0)
         assert ("ended inside a write" in out.stderr) == warned, out.stderr
+
+
+# Processes that open one data directory at the same moment and write for a while, some ending
+# (and releasing the server) while others are still starting; each prints the server it used and
+# when it used it.
+RACER = """
+import sys, time
+from nitro.measurement import TrainingRow
+from nitro.store import Store
+store = Store()
+store.declare("race", ["a", "b"], ["n"])
+pids, first = set(), time.time()
+for i in range(int(sys.argv[2])):
+    store.put_row("race", "d" + sys.argv[1], TrainingRow(f"i{i}", {"n": 1.0}, {"a": 1e-3, "b": 2e-3}, {}))
+    pids.add(int(store.client.info("server")["process_id"]))
+    time.sleep(0.05)
+print(first, time.time(), *sorted(pids))
+"""
+
+
+def test_processes_starting_at_once_share_one_server_and_keep_every_row(tmp_path):
+    for trial in range(3):
+        data = tmp_path / f"t{trial}"
+        procs = [subprocess.Popen([sys.executable, "-c", RACER, str(k), str(4 + 8 * k)], env=_env(data),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for k in range(6)]
+        outs = [p.communicate(timeout=120) for p in procs]
+        assert all(p.returncode == 0 for p in procs), [err[-300:] for _, err in outs]
+        used = [out.split() for out, _ in outs]
+        assert all(len(u) == 3 for u in used), used         # no process lost its server for another
+        spans = [(float(a), float(b), int(pid)) for a, b, pid in used]
+        for a0, b0, p0 in spans:                            # a server may end between two processes,
+            for a1, b1, p1 in spans:                        # but two never run at once
+                assert p0 == p1 or b0 < a1 or b1 < a0, spans
+        counts = subprocess.run([sys.executable, "-c", "from nitro.store import Store; s = Store(); "
+                                 "print(*[len(s.rows('race', f'd{k}')) for k in range(6)])"],
+                                env=_env(data), capture_output=True, text=True, timeout=60)
+        assert counts.stdout.split() == [str(4 + 8 * k) for k in range(6)], counts.stderr[-300:]
