@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from pandas._libs.parsers import STR_NA_VALUES     # the text pandas reads as missing by default
 
 from .measurement import TrainingRow
 
@@ -155,19 +156,28 @@ def refuse_to_overwrite(directory: Path) -> None:
 def _read_csv(directory: Path, stem: str, dtype=IDS) -> pd.DataFrame:
     path = csv_path(directory, stem)
     try:
-        _check_header(path)
-        return pd.read_csv(path, dtype=dtype)
+        missing = _missing_cells(_checked_header(path), dtype)
+        return pd.read_csv(path, dtype=dtype, keep_default_na=False, na_values=missing)
     except (ValueError, OSError, EOFError) as exc:   # ParserError, EmptyDataError, bad gzip, encoding
         raise ValueError(f"{path}: not a readable CSV file: {exc}") from None
 
 
-def _check_header(path: Path) -> None:
-    """Refuse a header that names a column twice: pandas would rename the second (``cores.1``)
-    and both would be read as different columns."""
-    header = pd.read_csv(path, header=None, nrows=1, dtype=str).iloc[0]
+def _checked_header(path: Path) -> list[str]:
+    """The header's column names; a header that names a column twice is refused: pandas would
+    rename the second (``cores.1``) and both would be read as different columns."""
+    header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False).iloc[0]
     twice = header[header.duplicated()]
     if len(twice):
         raise ValueError(f"column {twice.iloc[0]!r} appears more than once in the header")
+    return header.tolist()
+
+
+def _missing_cells(columns: list[str], dtype) -> dict[str, list[str]]:
+    """What each column reads as missing: in a column of names (``dtype`` str) only an empty cell,
+    since an input or device may be called "NA", "null" or "None"; in the others pandas' usual
+    list ("NA", "NaN", "null", ...)."""
+    text = set(columns) if dtype is str else {c for c, t in (dtype or {}).items() if t is str}
+    return {c: [""] if c in text else sorted(STR_NA_VALUES) for c in columns}
 
 
 def read_csv_chunks(directory: Path, stem: str, lines: int):
@@ -175,8 +185,8 @@ def read_csv_chunks(directory: Path, stem: str, lines: int):
     whatever the file's size; errors as :func:`_read_csv`'s (a parse error names its line)."""
     path = csv_path(directory, stem)
     try:
-        _check_header(path)
-        with pd.read_csv(path, dtype=IDS, chunksize=lines) as reader:
+        missing = _missing_cells(_checked_header(path), IDS)
+        with pd.read_csv(path, dtype=IDS, chunksize=lines, keep_default_na=False, na_values=missing) as reader:
             yield from reader
     except (ValueError, OSError, EOFError) as exc:
         raise ValueError(f"{path}: not a readable CSV file: {exc}") from None

@@ -1,3 +1,4 @@
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -456,3 +457,28 @@ def test_measurement_columns_not_read_are_noted_by_import_and_evaluate_alike(sto
     said = f"{src}/measurements: columns ['unit', 'std_s'] are not read (only device, input, variant, time_s; time_s in seconds)"
     assert said in import_computation(store, "toy", src)["notes"]
     assert said in load_dataset_dir(src).notes
+
+
+def test_names_that_pandas_reads_as_missing_are_kept(store, tmp_path):
+    # an input, device or variant may be called "NA", "null", "None" or "nan": a name, not a gap
+    names = ["NA", "null", "None", "nan", "N/A", "#N/A", "<NA>", "007"]
+    store.declare("na", ["NaN", "b"], ["N"])
+    store.put_rows("na", "NULL", [TrainingRow(n, {"N": float(k)}, {"NaN": 1.0 + k, "b": 2.0}, {})
+                                  for k, n in enumerate(names)])
+    assert export_computation(store, "na", tmp_path / "ds") == {"devices": 1, "inputs": 8, "measurements": 16}
+    data = load_dataset_dir(tmp_path / "ds")
+    assert sorted(data.inputs.index) == sorted(names) and data.device_ids == ["NULL"] and data.variants == ["NaN", "b"]
+    assert not data.notes
+    assert import_computation(store, "na-copy", tmp_path / "ds") == {"devices": 1, "rows": 8, "notes": []}
+    assert sorted(r.input_id for r in store.rows("na-copy", "NULL")) == sorted(names)
+    # a feature or time written as "NA" is still a missing number
+    (tmp_path / "gap").mkdir()
+    pd.DataFrame({"device": ["d"] * 4, "input": list("wxyz"), "variant": ["a"] * 4,
+                  "time_s": ["1e-3", "2e-3", "NA", "3e-3"]}).to_csv(tmp_path / "gap" / "measurements.csv", index=False)
+    pd.DataFrame({"input": list("wxyz"), "N": ["1", "NA", "3", "4"], "M": ["2", "3", "4", "5"]}).to_csv(
+        tmp_path / "gap" / "inputs.csv", index=False)
+    pd.DataFrame({"device": ["d"], "cores": ["NA"], "ghz": [2.0]}).to_csv(tmp_path / "gap" / "devices.csv", index=False)
+    gap = load_dataset_dir(tmp_path / "gap")
+    assert list(gap.inputs.columns) == ["N", "M"] and list(gap.inputs.index) == ["w", "y", "z"]
+    assert list(gap.times.index.get_level_values("input")) == ["w", "z"]
+    assert np.isnan(gap.devices.loc["d", "cores"]) and not any("text" in n for n in gap.notes), gap.notes
