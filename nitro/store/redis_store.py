@@ -161,24 +161,33 @@ class Store:
         """Record (or check) a computation's variant and feature names. Variants are named in
         every row and model, so the same variants in another order are the same computation
         (an import lists them sorted, a code variant in its own order); features are positions
-        of a model's input, so their order must match."""
+        of a model's input, so their order must match. Read and written under WATCH: of two
+        processes declaring one new name at once, one declaration is stored and the other is
+        checked against it (both were stored, the last one winning)."""
         variants, features = _names(variants, "variants", computation), _names(features, "features", computation)
-        meta = self.meta(computation, missing_ok=True)
-        if meta and not same_computation(meta, variants, features):
-            raise StoreError(
-                f"computation {computation!r} is stored with variants {meta['variants']} and "
-                f"features {meta['features']}, not {variants} and {features}: use another name "
-                f"or remove the stored computation first (nitro store rm {computation} --yes)")
-        if not meta:
-            self._call(self.client.setnx, keys.schema(), keys.SCHEMA_VERSION)   # the store's first: marked
-            self._call(self.client.hset, keys.meta(computation),
-                       mapping={"variants": _dumps(variants), "features": _dumps(features)})
+
+        def declare(pipe):
+            meta = self._decode_meta(computation, pipe.hgetall(keys.meta(computation)), missing_ok=True)
+            if meta and not same_computation(meta, variants, features):
+                raise StoreError(
+                    f"computation {computation!r} is stored with variants {meta['variants']} and "
+                    f"features {meta['features']}, not {variants} and {features}: use another name "
+                    f"or remove the stored computation first (nitro store rm {computation} --yes)")
+            pipe.multi()
+            if not meta:
+                pipe.hset(keys.meta(computation), mapping={"variants": _dumps(variants), "features": _dumps(features)})
+
+        self._call(self.client.setnx, keys.schema(), keys.SCHEMA_VERSION)   # the store's first: marked
+        self._watched(keys.meta(computation), declare, computation)
         # after the metadata, so that a listed computation always has it (and idempotent, so
         # that a crash between the two is repaired by the next declare)
         self._call(self.client.sadd, keys.computations(), computation)
 
     def meta(self, computation: str, missing_ok: bool = False) -> dict | None:
-        raw = self._call(self.client.hgetall, keys.meta(computation))
+        return self._decode_meta(computation, self._call(self.client.hgetall, keys.meta(computation)), missing_ok)
+
+    def _decode_meta(self, computation: str, raw: dict, missing_ok: bool = False) -> dict | None:
+        """A declaration as read (``HGETALL``); None or an error naming the computation when absent."""
         if not raw:
             if missing_ok:
                 return None
@@ -189,6 +198,24 @@ class Store:
                              f"nitro store rm {computation!r} --yes" if listed else
                              f"unknown computation {computation!r} in the store (known: {known})")
         return {k.decode(): _loads(v, f"metadata of {computation!r}") for k, v in raw.items()}
+
+    def _watched(self, key: str, body: Callable, computation: str, attempts: int = 100):
+        """Run ``body(pipe)`` under WATCH of ``key``: it reads (the pipeline in immediate mode),
+        calls ``pipe.multi()`` and queues its writes, which are sent as one transaction; it runs
+        again when another client changed ``key`` in between."""
+        for _ in range(attempts):
+            try:
+                with self.client.pipeline(transaction=True) as pipe:
+                    pipe.watch(key)
+                    body(pipe)
+                    pipe.execute()
+                return
+            except redis.WatchError:      # changed by another client: read it again
+                continue
+            except (redis.RedisError, RedisClusterException) as exc:
+                raise self._error(exc) from None
+        raise StoreError(f"store {self.name}: {key} changed under {attempts} attempts to write {computation!r} "
+                         "(other writers); run again: what was written is kept")
 
     # -- training rows -----------------------------------------------------------------------
     def _check_rows(self, computation: str, rows: list[TrainingRow], meta: dict | None = None) -> dict:
@@ -208,24 +235,27 @@ class Store:
         return meta
 
     def put_row(self, computation: str, device_id: str, row: TrainingRow):
-        """Insert or atomically replace one input's row (one MULTI/EXEC transaction)."""
-        self._check_rows(computation, [row])
-        pipe = self.client.pipeline(transaction=True)
-        pipe.hset(keys.rows(computation, device_id), row.input_id, encode_rows([row])[0])
-        pipe.sadd(keys.computation_devices(computation), device_id)
-        self._call(pipe.execute)
+        """Insert or atomically replace one input's row (see :meth:`put_rows`)."""
+        self.put_rows(computation, device_id, [row])
 
     def put_rows(self, computation: str, device_id: str, rows: Iterable[TrainingRow]):
         """Insert or replace many rows: one transaction per :attr:`BATCH` rows, each batch
-        checked whole before it is sent (each row is written whole; after a failure, the rows
-        of the batches acknowledged are stored)."""
-        rows, key, meta = iter(rows), keys.rows(computation, device_id), None
+        checked whole against the declaration, read under WATCH, so that no row is written once
+        the computation is removed (a removal at the same moment left rows behind, unlisted);
+        each row is written whole; after a failure, the rows of the batches acknowledged are stored."""
+        rows, key = iter(rows), keys.rows(computation, device_id)
         while batch := list(itertools.islice(rows, self.BATCH)):
-            meta = self._check_rows(computation, batch, meta)     # the declaration read once, at the first batch
-            pipe = self.client.pipeline(transaction=True)
-            pipe.hset(key, items=[x for pair in zip([r.input_id for r in batch], encode_rows(batch)) for x in pair])
-            pipe.sadd(keys.computation_devices(computation), device_id)
-            self._call(pipe.execute)
+            encoded = None
+
+            def write(pipe):
+                nonlocal encoded
+                self._check_rows(computation, batch, self._decode_meta(computation, pipe.hgetall(keys.meta(computation))))
+                encoded = encoded or encode_rows(batch)
+                pipe.multi()
+                pipe.hset(key, items=[x for pair in zip([r.input_id for r in batch], encoded) for x in pair])
+                pipe.sadd(keys.computation_devices(computation), device_id)
+
+            self._watched(keys.meta(computation), write, computation)
 
     def merge_rows(self, computation: str, device_id: str, rows: Iterable[TrainingRow],
                    merge: Callable[[TrainingRow, TrainingRow | None], TrainingRow], attempts: int = 100) -> None:
@@ -240,7 +270,8 @@ class Store:
             for _ in range(attempts):
                 try:
                     with self.client.pipeline(transaction=True) as pipe:
-                        pipe.watch(key)
+                        pipe.watch(key, keys.meta(computation))      # a removal at the same moment: read again
+                        meta = self._decode_meta(computation, pipe.hgetall(keys.meta(computation)))
                         found = [(i.encode(), v) for i, v in zip(ids, pipe.hmget(key, ids)) if v is not None]
                         stored = {r.input_id: r for r in decode_rows(where, found, decode)}
                         out = [merge(r, stored.get(r.input_id)) for r in batch]
@@ -401,10 +432,12 @@ class Store:
         return sorted(unquote(k[len(prefix):]) for k in found if k.startswith(prefix))
 
     def drop_computation(self, computation: str):
-        """Remove ``computation``: every key of it (:meth:`computation_keys`) and its name."""
+        """Remove ``computation``: its declaration first (writers read it under WATCH, so none
+        writes a row after it), then every other key (:meth:`computation_keys`), then its name,
+        last, so that a removal cut short stays listed and runs again. Plain DELs, not a
+        transaction: a server over its memory limit refuses a DEL queued in MULTI."""
+        self._call(self.client.delete, keys.meta(computation))
         found = self.computation_keys(computation)
+        for start in range(0, len(found), 1000):     # keys of one hash tag: one cluster slot
+            self._call(self.client.delete, *found[start:start + 1000])
         self._call(self.client.srem, keys.computations(), computation)
-        for start in range(0, len(found), 1000):
-            pipe = self.client.pipeline(transaction=True)   # keys of one hash tag: one cluster slot
-            pipe.delete(*found[start:start + 1000])
-            self._call(pipe.execute)

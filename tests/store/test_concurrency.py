@@ -6,7 +6,7 @@ import time
 import pytest
 
 from nitro.measurement import TrainingRow
-from nitro.store import Store
+from nitro.store import Store, StoreError
 
 WRITERS, ROWS, SHARED = 8, 1000, 50
 COMP, DEVICE = "conc", "dev1"
@@ -111,3 +111,63 @@ def test_a_merge_read_before_another_writer_wrote_is_read_again(store):
     store.merge_rows(COMP, DEVICE, mine, keep_stored)
     assert calls["n"] == 2 * len(base)                     # the batch was read and merged twice
     assert {tuple(r.times.values()) for r in store.rows(COMP, DEVICE)} == {(1.0, 2.0, 9.0)}
+
+
+def declarer(url: str, name: str, variants: list[str], features: list[str], start, out):
+    store = Store(url)
+    start.wait()
+    try:
+        store.declare(name, variants, features)
+        out.put((name, tuple(variants), "ok"))
+    except StoreError:
+        out.put((name, tuple(variants), "refused"))
+
+
+def test_of_two_declarations_of_one_new_name_at_once_one_is_stored_the_other_refused(shared_url):
+    ctx = multiprocessing.get_context("fork")
+    out, names = ctx.Queue(), [f"race{k}" for k in range(20)]
+    for name in names:
+        start = ctx.Barrier(2, timeout=30)
+        procs = [ctx.Process(target=declarer, args=(shared_url, name, v, f, start, out))
+                 for v, f in ((["a", "b"], ["n", "m"]), (["a", "b", "c"], ["m", "n"]))]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(60)
+            assert p.exitcode == 0
+    results = [out.get(timeout=10) for _ in range(2 * len(names))]
+    store = Store(shared_url)
+    for name in names:
+        outcome = {variants: how for n, variants, how in results if n == name}
+        won = [v for v, how in outcome.items() if how == "ok"]
+        assert len(won) == 1, (name, outcome)                   # both were stored, the last one winning
+        assert tuple(store.meta(name)["variants"]) == won[0]
+
+
+def recorder_until_removed(url: str, w: int, started):
+    store = Store(url)
+    for i in range(100000):
+        try:
+            store.put_row(COMP, f"dev{w}", own_row(w, i))
+        except StoreError:                  # removed: refused from then on
+            return
+        if i == 10:
+            started.release()
+    raise AssertionError("never refused")
+
+
+def test_rows_written_while_a_computation_is_removed_do_not_outlive_it(shared_url):
+    store = Store(shared_url)
+    store.declare(COMP, ["a", "b", "c"], ["N", "W"])
+    ctx = multiprocessing.get_context("fork")
+    started = ctx.Semaphore(0)
+    procs = [ctx.Process(target=recorder_until_removed, args=(shared_url, w, started)) for w in range(3)]
+    for p in procs:
+        p.start()
+    for _ in procs:
+        assert started.acquire(timeout=60)
+    store.drop_computation(COMP)            # while the three write
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    assert COMP not in store.computations() and store.computation_keys(COMP) == []     # no row left behind

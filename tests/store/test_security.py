@@ -178,6 +178,10 @@ def test_reading_an_empty_store_writes_nothing_and_a_full_server_says_so(redis_s
         for k in range(100):
             store.put_rows("big", "dev", [TrainingRow(f"in{k}-{i}", {"N": float(i)}, {"a": 1.0}) for i in range(5000)])
     assert len(store.rows("big", "dev")) >= 5000
+    admin = server.client()                 # over the limit, as when an administrator lowers it
+    admin.config_set("maxmemory", int(admin.info("memory")["used_memory"] * 0.8))
+    store.drop_computation("big")           # the way to free it works there (a DEL queued in MULTI did not)
+    assert store.computations() == [] and store.computation_keys("big") == []
 
 
 def test_a_server_without_hello_is_spoken_to_in_resp2_and_a_cut_echo_hides_the_password(redis_server):
