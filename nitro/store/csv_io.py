@@ -225,7 +225,11 @@ def _device_writes(store: Store, directory: Path, devices: pd.DataFrame, update:
                 continue            # an unknown value never replaces a stored one
             elif not _same(old["value"], rec["value"]):
                 changes.setdefault(device, []).append((name, old["value"], rec["value"]))
-                new_record[name] = {**rec, "unit": old.get("unit") or rec["unit"]}
+                new_record[name] = {**rec, "unit": rec["unit"] or old.get("unit", "")}   # a value and its unit
+            elif rec["unit"] and rec["unit"] != old.get("unit"):     # the same number in another unit
+                if old.get("unit"):
+                    changes.setdefault(device, []).append((f"{name} unit", old["unit"], rec["unit"]))
+                new_record[name] = {**old, "unit": rec["unit"]}
         for name, value in metadata.items():
             if name not in old_metadata:
                 new_metadata[name] = value

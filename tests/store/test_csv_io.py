@@ -482,3 +482,22 @@ def test_names_that_pandas_reads_as_missing_are_kept(store, tmp_path):
     assert list(gap.inputs.columns) == ["N", "M"] and list(gap.inputs.index) == ["w", "y", "z"]
     assert list(gap.times.index.get_level_values("input")) == ["w", "z"]
     assert np.isnan(gap.devices.loc["d", "cores"]) and not any("text" in n for n in gap.notes), gap.notes
+
+
+def test_an_updated_value_takes_its_own_unit_and_a_unit_alone_differing_is_a_difference(store, tmp_path):
+    def directory(name, clock, unit):
+        d = tmp_path / name
+        d.mkdir()
+        pd.DataFrame({"device": ["g"], "clock": [clock]}).to_csv(d / "devices.csv", index=False)
+        pd.DataFrame({"device": ["g"], "feature": ["clock"], "unit": [unit], "source": ["query"]}).to_csv(
+            d / "device_features.csv", index=False)
+        pd.DataFrame({"device": ["g"], "input": ["i"], "variant": ["a"], "time_s": [1e-3]}).to_csv(
+            d / "measurements.csv", index=False)
+        pd.DataFrame({"input": ["i"], "N": [1.0]}).to_csv(d / "inputs.csv", index=False)
+        return d
+    import_computation(store, "u", directory("mhz", 1200, "MHz"))
+    with pytest.raises(ValueError, match="g clock unit: stored 'MHz', new 'kHz'"):    # same number, other unit
+        import_computation(store, "u", directory("khz", 1200, "kHz"))
+    assert store.device("g")["clock"]["unit"] == "MHz"
+    import_computation(store, "u", directory("ghz", 1.2, "GHz"), update_devices=True)
+    assert store.device("g")["clock"] == {"value": 1.2, "unit": "GHz", "source": "query"}    # not 1.2 MHz
