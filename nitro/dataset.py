@@ -320,13 +320,15 @@ class DroppedTimes:
             if kinds else [])
 
 
-def run_times(values: pd.Series) -> tuple[pd.Series, DroppedTimes]:
+def run_times(values: pd.Series, errors: pd.Series | None = None) -> tuple[pd.Series, DroppedTimes]:
     """A ``time_s`` column as seconds, NaN where it holds no finite positive number (a failed or
-    missing run), and what it dropped, by why."""
+    missing run), and what it dropped, by why; an empty time whose ``error`` cell says why the
+    run failed (:func:`failed_runs`) is a failed run, not a dropped cell."""
     time = pd.to_numeric(values, errors="coerce").astype(float)
     words = text_cells(values)
     words = words[words.str.casefold() != "nan"]          # a written NaN: no time, not text
-    dropped = DroppedTimes(not_positive=int((time <= 0).sum()), empty=int(time.isna().sum()) - len(words),
+    failed = int((time.isna() & failed_runs(errors, len(values))).sum())
+    dropped = DroppedTimes(not_positive=int((time <= 0).sum()), empty=int(time.isna().sum()) - len(words) - failed,
                            infinite=int(np.isinf(time).sum()), text=len(words),
                            example=None if words.empty else words.iloc[0])
     return time.where(np.isfinite(time) & (time > 0)), dropped
@@ -338,6 +340,14 @@ def not_positive_note(count: int, what: str = "time_s") -> list[str]:
 
 
 MEASUREMENT_COLUMNS = ("device", "input", "variant", "time_s")
+ERROR_COLUMN = "error"      # optional: why a run without a time failed ("wrong result", "raised ...")
+
+
+def failed_runs(errors: pd.Series | None, n: int) -> np.ndarray:
+    """Which lines an ``error`` column marks as failed runs (a non-empty cell); none without it."""
+    if errors is None:
+        return np.zeros(n, dtype=bool)
+    return (errors.notna() & (errors.astype(str).str.strip() != "")).to_numpy()
 
 
 def check_measurement_columns(directory, columns) -> None:
@@ -353,9 +363,9 @@ def check_measurement_columns(directory, columns) -> None:
 def unread_columns_note(directory, columns) -> list[str]:
     """The note on ``measurements`` columns nitro does not read (a ``unit`` or ``std_s`` column:
     times are read from ``time_s``, in seconds, whatever it says)."""
-    extra = [str(c) for c in columns if c not in MEASUREMENT_COLUMNS]
-    return [f"{directory}/measurements: columns {extra} are not read (only {', '.join(MEASUREMENT_COLUMNS)}; "
-            "time_s in seconds)"] if extra else []
+    extra = [str(c) for c in columns if c not in (*MEASUREMENT_COLUMNS, ERROR_COLUMN)]
+    return [f"{directory}/measurements: columns {extra} are not read (only {', '.join(MEASUREMENT_COLUMNS)} "
+            f"and {ERROR_COLUMN}; time_s in seconds)"] if extra else []
 
 
 def unnamed_note(count: int) -> list[str]:
@@ -392,7 +402,7 @@ def load_dataset_dir(directory) -> Measurements:
     meas = _read_csv(directory, "measurements")
     check_measurement_columns(directory, meas.columns)
     unread = unread_columns_note(directory, meas.columns)
-    meas["time_s"], dropped = run_times(meas["time_s"])
+    meas["time_s"], dropped = run_times(meas["time_s"], meas.get(ERROR_COLUMN))
     named = meas.dropna(subset=["device", "input", "variant"])   # a row naming nothing is dropped
     unnamed, meas = len(meas) - len(named), named
     for col in ("device", "input", "variant"):

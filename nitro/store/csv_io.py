@@ -21,10 +21,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..dataset import (FEATURE_COLUMNS, DroppedTimes, check_measurement_columns, csv_path, dataset_dir, dataset_files,
-                       device_feature_names, dropped_inputs_note, input_columns, load_devices, load_feature_provenance,
-                       read_csv_chunks, refuse_to_overwrite, repeated_note, run_times, text_examples,
-                       unlisted_inputs_note, unnamed_note, unread_columns_note)
+from ..dataset import (ERROR_COLUMN, FEATURE_COLUMNS, MEASUREMENT_COLUMNS, DroppedTimes, check_measurement_columns,
+                       csv_path, dataset_dir, dataset_files, device_feature_names, dropped_inputs_note, failed_runs,
+                       input_columns, load_devices, load_feature_provenance, read_csv_chunks, refuse_to_overwrite,
+                       repeated_note, run_times, text_examples, unlisted_inputs_note, unnamed_note,
+                       unread_columns_note)
 from ..measurement import TrainingRow
 from .redis_store import Store
 
@@ -61,7 +62,7 @@ def export_computation(store: Store, computation: str, directory, devices=None, 
     with _scratch() as db:
         columns = "".join(f", f{k} REAL" for k in range(len(features)))
         db.execute(f"CREATE TABLE inputs (input TEXT PRIMARY KEY{columns}) WITHOUT ROWID")
-        db.execute("CREATE TABLE meas (device TEXT, input TEXT, k INTEGER, variant TEXT, time REAL)")
+        db.execute("CREATE TABLE meas (device TEXT, input TEXT, k INTEGER, variant TEXT, time REAL, error TEXT)")
         add_input = f"INSERT OR IGNORE INTO inputs VALUES (?{', ?' * len(features)})"
         devs, meta_names, provenance = [], {}, []
         known = store.devices(computation)
@@ -79,9 +80,10 @@ def export_computation(store: Store, computation: str, directory, devices=None, 
                     batch = [r for r in batch if r.input_id in wanted]
                 with db:
                     db.executemany(add_input, ([r.input_id, *map(r.features.get, features)] for r in batch))
-                    db.executemany("INSERT INTO meas VALUES (?, ?, ?, ?, ?)",
-                                   ((device, r.input_id, k, v, t) for r in batch
-                                    for k, (v, t) in enumerate(r.times.items()) if t is not None))
+                    db.executemany("INSERT INTO meas VALUES (?, ?, ?, ?, ?, ?)",      # a failed run: why, no time
+                                   ((device, r.input_id, k, v, t, None if t is not None else r.failed[v])
+                                    for r in batch for k, (v, t) in enumerate({**r.times, **{v: None for v in r.failed if v not in r.times}}.items())
+                                    if t is not None or v in r.failed))
             rec = store.device(device, missing_ok=True) or {}
             values = {k: v.get("value") for k, v in rec.items()}
             metadata = {k: v for k, v in store.device_metadata(device).items() if k not in values}
@@ -91,9 +93,9 @@ def export_computation(store: Store, computation: str, directory, devices=None, 
         directory.mkdir(parents=True, exist_ok=True)
         for stale in dataset_files(directory):     # replace: no .csv.gz left beside a new .csv
             stale.unlink()
-        measurements = _write_csv(directory / "measurements.csv", ["device", "input", "variant", "time_s"],
-                                  db.execute("SELECT device, input, variant, time FROM meas GROUP BY device, input, k "   # HSCAN may give
-                                             "ORDER BY device, input, k"))                              # an input twice
+        measurements = _write_csv(directory / "measurements.csv", [*MEASUREMENT_COLUMNS, ERROR_COLUMN],
+                                  db.execute("SELECT device, input, variant, time, error FROM meas "   # HSCAN may give
+                                             "GROUP BY device, input, k ORDER BY device, input, k"))  # an input twice
         inputs = _write_csv(directory / "inputs.csv", ["input", *features],
                             db.execute("SELECT * FROM inputs ORDER BY input"))
     frame = pd.DataFrame(devs)      # the metadata (kind, vendor, arch) first, as the shared data has it
@@ -358,22 +360,26 @@ def _import_profiles(store: Store, computation: str, directory: Path, measured: 
 
 def _spool_measurements(db: sqlite3.Connection, directory: Path) -> tuple[list[str], DroppedTimes, int, list[str]]:
     """``measurements.csv`` into table ``meas`` (device, input, variant, time: NULL where not a
-    finite, positive number); the variants with a time, in the order the file first names them
+    finite, positive number, error: why a run without a time failed, where an ``error`` column
+    says); the variants with a time or a failed run, in the order the file first names them
     (the first is the store's default variant), the times dropped, by why, how many rows
     named no device, input or variant (dropped), and the note on columns not read."""
-    db.execute("CREATE TABLE meas (device TEXT, input TEXT, variant TEXT, time REAL)")
+    db.execute("CREATE TABLE meas (device TEXT, input TEXT, variant TEXT, time REAL, error TEXT)")
     found, dropped, unnamed, unread = {}, DroppedTimes(), 0, []
     for chunk in read_csv_chunks(directory, "measurements", CHUNK):
         check_measurement_columns(directory, chunk.columns)
         unread = unread or unread_columns_note(directory, chunk.columns)
         named = chunk.dropna(subset=["device", "input", "variant"])   # a row naming nothing is dropped
         unnamed, chunk = unnamed + len(chunk) - len(named), named
-        time, bad = run_times(chunk["time_s"])                          # NaN: stored as NULL
+        time, bad = run_times(chunk["time_s"], chunk.get(ERROR_COLUMN))    # NaN: stored as NULL
         dropped += bad
-        found.update(dict.fromkeys(chunk["variant"][time.notna()].unique().tolist()))
+        failed = time.isna().to_numpy() & failed_runs(chunk.get(ERROR_COLUMN), len(chunk))
+        error = np.where(failed, chunk[ERROR_COLUMN].to_numpy(dtype=object) if failed.any() else None, None)
+        found.update(dict.fromkeys(chunk["variant"][time.notna().to_numpy() | failed].unique().tolist()))
         with db:
-            db.executemany("INSERT INTO meas VALUES (?, ?, ?, ?)",
-                           zip(*(chunk[c].tolist() for c in ("device", "input", "variant")), time.tolist()))
+            db.executemany("INSERT INTO meas VALUES (?, ?, ?, ?, ?)",
+                           zip(*(chunk[c].tolist() for c in ("device", "input", "variant")), time.tolist(),
+                               error.tolist()))
     db.execute("CREATE INDEX meas_by_device ON meas (device, input)")
     return list(found), dropped, unnamed, unread
 
@@ -428,16 +434,22 @@ def _repeated(db: sqlite3.Connection, ids: pd.Series) -> str:
 
 def _rows(db: sqlite3.Connection, device: str, columns: list[str], features: list[str], variants: list[str]):
     """The device's training rows, in input order: each input's chosen features, and each chosen
-    variant's time (the median of its measurements; no time for a variant it has none of)."""
-    query = (f"SELECT m.input, m.variant, m.time, {', '.join('i.' + c for c in columns)} "
+    variant's time (the median of its measurements; no time for a variant it has none of, with
+    the reason where a failed run gives one)."""
+    query = (f"SELECT m.input, m.variant, m.time, m.error, {', '.join('i.' + c for c in columns)} "
              "FROM meas m JOIN inputs i ON i.input = m.input JOIN chosen c ON c.variant = m.variant "
-             "WHERE m.device = ? AND m.time IS NOT NULL ORDER BY m.input")
+             "WHERE m.device = ? AND (m.time IS NOT NULL OR m.error IS NOT NULL) ORDER BY m.input")
     for input_id, group in itertools.groupby(db.execute(query, (device,)), key=itemgetter(0)):
         samples: dict[str, list[float]] = {}
+        errors: dict[str, str] = {}
         for first in group:     # every line of the group holds the input's features
-            samples.setdefault(first[1], []).append(first[2])
+            if first[2] is not None:
+                samples.setdefault(first[1], []).append(first[2])
+            else:
+                errors.setdefault(first[1], first[3])
         times = {v: statistics.median(samples[v]) if v in samples else None for v in variants}
-        yield TrainingRow(input_id, dict(zip(features, first[3:])), times, {})
+        failed = {v: e for v, e in errors.items() if v not in samples}
+        yield TrainingRow(input_id, dict(zip(features, first[4:])), times, failed)
 
 
 def _device_record(devices: pd.DataFrame, device: str, provenance: dict | None = None) -> tuple[dict, dict]:

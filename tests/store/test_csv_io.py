@@ -13,7 +13,7 @@ def test_export_import_round_trip(store, tmp_path):
     store.put_rows("hist", "dev1", [TrainingRow(f"i{k}", {"N": k, "S": 0.5}, {"a": 1.0 + k, "b": None},
                                                 {"b": "wrong result"}) for k in range(5)])
     out = export_computation(store, "hist", tmp_path / "ds")
-    assert out == {"devices": 1, "inputs": 5, "measurements": 5}
+    assert out == {"devices": 1, "inputs": 5, "measurements": 10}       # b's failed runs too, with why
     with pytest.raises(ValueError, match="already holds a dataset"):     # an earlier export is not written over
         export_computation(store, "hist", tmp_path / "ds")
     (tmp_path / "ds" / "inputs.csv.gz").write_bytes(b"stale")
@@ -21,11 +21,13 @@ def test_export_import_round_trip(store, tmp_path):
     assert not (tmp_path / "ds" / "inputs.csv.gz").exists()
     data = load_dataset_dir(tmp_path / "ds")
     assert list(data.inputs.columns) == ["N", "S"] and data.devices.loc["dev1", "cores"] == 2.0
-    notes = import_computation(store, "hist-copy", tmp_path / "ds", variants=["a", "b"])["notes"]
-    assert notes == [f"variants ['b'] have no valid time in {tmp_path / 'ds'}/measurements (timed: ['a']): recorded "
-                     "with no time on every input"]
-    rows = store.rows("hist-copy", "dev1")
-    assert len(rows) == 5 and rows[0].times["b"] is None and rows[0].best == "a"
+    assert not data.notes and list(pd.read_csv(tmp_path / "ds" / "measurements.csv").columns)[-1] == "error"
+    assert import_computation(store, "hist-copy", tmp_path / "ds")["notes"] == []
+    assert store.meta("hist-copy") == store.meta("hist")         # b, which failed everywhere, stays in
+    assert store.rows("hist-copy", "dev1") == store.rows("hist", "dev1")     # the reasons too
+    notes = import_computation(store, "hist-more", tmp_path / "ds", variants=["a", "b", "c"])["notes"]
+    assert notes == [f"variants ['c'] have no valid time in {tmp_path / 'ds'}/measurements (timed: ['a', 'b']): "
+                     "recorded with no time on every input"]
 
 
 def test_malformed_directory_writes_nothing(store, tmp_path):
@@ -454,7 +456,7 @@ def test_measurement_columns_not_read_are_noted_by_import_and_evaluate_alike(sto
     pd.DataFrame({"input": ["i0", "i1"], "N": [1.0, 2.0]}).to_csv(src / "inputs.csv", index=False)
     pd.DataFrame([{"device": "dev1", "input": i, "variant": v, "time_s": 1.5, "unit": "ms", "std_s": 0.1}
                   for i in ("i0", "i1") for v in ("a", "b")]).to_csv(src / "measurements.csv", index=False)
-    said = f"{src}/measurements: columns ['unit', 'std_s'] are not read (only device, input, variant, time_s; time_s in seconds)"
+    said = f"{src}/measurements: columns ['unit', 'std_s'] are not read (only device, input, variant, time_s and error; time_s in seconds)"
     assert said in import_computation(store, "toy", src)["notes"]
     assert said in load_dataset_dir(src).notes
 
