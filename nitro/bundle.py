@@ -26,10 +26,19 @@ import sys
 from array import array
 
 from .model import SelectorModel
-from .model_params import flags, real, vector
+from .model_params import PARAM_KEYS, flags, known_keys, real, vector
 
 FORMAT = "nitro-bundle"
-VERSION = 1
+#: The bundle version written. 2: its models are of model format 2 (see :data:`nitro.model.FORMAT`)
+#: and readers refuse fields they do not know; readers of version 1 accepted any and dropped
+#: them (a model's ``unit``), choosing differently. Every version in :data:`READS` loads.
+VERSION = 2
+READS = (1, 2)
+FIELDS = ("format", "version", "computation", "variants", "input_features", "default", "devices", "transfer",
+          "datasheet", "provenance")
+DEVICE_FIELDS = ("model", "product", "kind", "features")
+TRANSFER_FIELDS = ("sources", "device_features", "variants", "input", "weights", "offset", "dev_mean", "dev_std",
+                   "varies", "spread2")
 
 
 def _tokens(name: str) -> tuple[str, ...]:
@@ -132,6 +141,7 @@ def _datasheet_rows(rows) -> dict[str, dict]:
     for product, row in rows.items():
         if not isinstance(row, dict):
             raise ValueError(f"datasheet row {product!r} must be an object with kind, names and features")
+        known_keys(row, ("kind", "names", "features"), f"datasheet row {product!r}: field")
         names, kind = row.get("names", []), row.get("kind")
         if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
             raise ValueError(f"datasheet row {product!r}: names must be a list of text, got {names!r}")
@@ -181,6 +191,8 @@ class Transfer:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Transfer":
+        known_keys(d, TRANSFER_FIELDS, "field")
+        known_keys(d["input"], PARAM_KEYS["kernel"] - {"weights", "offset"}, "input field")
         centers = unpack(d["input"]["centers"], "transfer centers")
         weights = unpack(d["weights"], "transfer weights")
         t = cls(sources=d["sources"], device_features=d["device_features"], variants=d["variants"],
@@ -298,8 +310,12 @@ class Bundle:
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ValueError("not a nitro model bundle (no \"format\": \"nitro-bundle\")")
         version = data.get("version")
-        if type(version) is not int or version != VERSION:       # not true, not 1.0
-            raise ValueError(f"unsupported bundle version {version!r} (this nitro reads {VERSION})")
+        if type(version) is not int or version not in READS:       # not true, not 1.0
+            newer = ": it was probably written by a newer nitro (upgrade nitro to read it)" \
+                if type(version) is int and version > VERSION else ""
+            raise ValueError(f"unsupported bundle version {version!r} (this nitro reads "
+                             f"{', '.join(map(str, READS))}){newer}")
+        known_keys(data, FIELDS, "bundle field")
         for key, kind in (("computation", str), ("default", str), ("variants", list), ("input_features", list),
                           ("devices", dict)):
             if not isinstance(data.get(key), kind):
@@ -312,6 +328,7 @@ class Bundle:
         try:
             devices = {}
             for d, e in data["devices"].items():
+                known_keys(e, DEVICE_FIELDS, f"device {d!r}: field")
                 try:
                     model = SelectorModel.from_dict(e["model"])
                 except ValueError as exc:

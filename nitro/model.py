@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import math
 
-from .model_params import flat_params, variant_starts
+from .model_params import flat_params, known_keys, variant_starts
 
-FORMAT = 1
+#: The model format written. 2: parameters may hold ``unit`` (and gbt ``variant_trees``),
+#: which readers of format 1 silently dropped, choosing differently; readers of 2 refuse
+#: what they do not know. Every format in :data:`READS` loads.
+FORMAT = 2
+READS = (1, 2)
 KINDS = ("constant", "svc", "kernel", "tree", "gbt", "linear", "intervals")
 FIELDS = ("variants", "input_features", "kind", "params", "device_features", "provenance")
 
@@ -99,8 +103,12 @@ class SelectorModel:
         if data.get("format") == "nitro-bundle":     # nitro.bundle.FORMAT (bundle imports this module)
             raise ValueError("a bundle of models, not one model: load it with nitro.bundle.Bundle.load "
                              "(on the command line: --bundle)")
-        if data.get("format") != FORMAT:
-            raise ValueError(f"unsupported model format {data.get('format')!r} (this nitro reads {FORMAT})")
+        fmt = data.get("format")
+        if type(fmt) is not int or fmt not in READS:          # not true, not 1.0
+            newer = ": it was probably written by a newer nitro (upgrade nitro to read it)" \
+                if type(fmt) is int and fmt > FORMAT else ""
+            raise ValueError(f"unsupported model format {fmt!r} (this nitro reads {', '.join(map(str, READS))}){newer}")
+        known_keys(data, ("format", *FIELDS), "model field")
         kind = data.get("kind")
         if kind not in KINDS:
             raise ValueError(f"unknown model kind {kind!r}")

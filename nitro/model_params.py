@@ -60,6 +60,32 @@ def matrix(x, cols: int | None = None, rows: int | None = None) -> tuple[list[fl
     return [v for row in table for v in row], len(table), width
 
 
+#: Each kind's parameter names: a reader refuses any other, which a newer nitro may have added
+#: with a meaning this one would silently drop (as ``unit`` once was).
+TREE_KEYS = frozenset({"children_left", "children_right", "feature", "threshold", "value"})
+PARAM_KEYS = {
+    "constant": frozenset({"label"}),
+    "kernel": frozenset({"signed_log", "mean", "scale", "gamma", "centers", "weights", "offset", "unit"}),
+    "svc": frozenset({"log_mask", "mean", "scale", "gamma", "support_vectors", "n_support", "dual_coef",
+                      "intercept", "unit"}),
+    "tree": TREE_KEYS,
+    "gbt": frozenset({"trees", "learning_rate", "init", "variant_codes", "x_float32", "variant_trees"}),
+    "linear": frozenset({"log_mask", "mean", "scale", "coef", "intercept", "choose", "unit"}),
+    "intervals": frozenset({"feature", "thresholds", "labels"}),
+}
+
+
+def known_keys(data: dict, allowed, what: str) -> None:
+    """``ValueError`` naming the first key of ``data`` not in ``allowed``: something this nitro
+    cannot evaluate, most likely written by a newer one."""
+    if not isinstance(data, dict):
+        raise TypeError(f"{what}s must be an object, got {type(data).__name__}")
+    unknown = sorted(str(k) for k in data if k not in allowed)
+    if unknown:
+        raise ValueError(f"{what} {unknown[0]!r} is unknown to this nitro: it was probably written by a newer "
+                         f"nitro (upgrade nitro to read it)")
+
+
 def finite(*values: list[float]) -> bool:
     return all(all(map(math.isfinite, v)) for v in values)
 
@@ -67,6 +93,7 @@ def finite(*values: list[float]) -> bool:
 def _check_tree(t: dict, d: int, value_width: int | None) -> dict:
     """One tree's arrays (scikit-learn's: children -1 at leaves, children after their parent, so
     traversals end), checked, with ``value`` flat (``value_width`` numbers per node, or one)."""
+    known_keys(t, TREE_KEYS, "tree parameter")
     cl, cr, feat = ints(t["children_left"]), ints(t["children_right"]), ints(t["feature"])
     n = len(cl)
     thr = vector(t["threshold"], n)
@@ -106,6 +133,8 @@ def flat_params(kind: str, p: dict, d_in: int, d_dev: int, k: int) -> dict:
     """Model ``p`` of ``kind`` (``d_in`` input and ``d_dev`` device features, ``k`` variants)
     checked, as the compiled evaluator's flat arguments; ``ValueError`` names what is wrong."""
     d = d_in + d_dev
+    if kind in PARAM_KEYS:
+        known_keys(p, PARAM_KEYS[kind], f"{kind} model parameter")
     if kind == "constant":
         if not (isinstance(p.get("label"), int) and 0 <= p["label"] < k):
             raise ValueError("constant model with an invalid label")
@@ -118,6 +147,8 @@ def flat_params(kind: str, p: dict, d_in: int, d_dev: int, k: int) -> dict:
         if None in (centers, weights, mean, scale, offset) or centers[1] == 0:
             raise ValueError("kernel model parameters have inconsistent shapes")
         gamma = real(p["gamma"])
+        if p.get("signed_log", True) is not True:
+            raise ValueError("kernel model: signed_log must be true (the only input transform there is)")
         if not finite(centers[0], weights[0], offset, mean, scale, [gamma]):
             raise ValueError("kernel model parameters are not all finite")
         unit = units(p, d_in, kind)

@@ -168,7 +168,14 @@ def test_use_bundle_sets_the_model_and_says_how(tmp_path):
 
 @pytest.mark.parametrize("edit, message", [
     (lambda d: d.update(format="something"), "not a nitro model bundle"),
-    (lambda d: d.update(version=99), "unsupported bundle version 99"),
+    (lambda d: d.update(version=99), "unsupported bundle version 99 .*written by a newer nitro .upgrade nitro"),
+    (lambda d: d.update(version=0), "unsupported bundle version 0 .this nitro reads 1, 2.$"),
+    # fields this nitro does not know: a newer nitro's, whose meaning would be dropped
+    (lambda d: d.update(min_reader=3), "bundle field 'min_reader' is unknown to this nitro: .*newer nitro"),
+    (lambda d: d["devices"]["dev1"].update(threads=2), "device 'dev1': field 'threads' is unknown"),
+    (lambda d: d["devices"]["dev1"]["model"]["params"].update(side="left"),
+     "the model of device 'dev1': .*intervals model parameter 'side' is unknown to this nitro"),
+    (lambda d: d.update(datasheet={"gpu1": {"names": ["x"], "tdp": 300}}), "datasheet row 'gpu1': field 'tdp' is unknown"),
     (lambda d: d.update(default="zzz"), "default 'zzz' is not one of its variants"),
     (lambda d: d["devices"]["dev1"]["model"].update(kind="magic"), "unknown model kind"),
     (lambda d: d["devices"]["dev1"].update(features={"cores": "many"}), "not a finite number"),
@@ -202,6 +209,8 @@ def test_invalid_bundles_are_refused_with_the_reason(tmp_path, edit, message):
     (lambda t: t.update(varies=["no"]), "transfer block '\\*': malformed .*expected true or false"),
     (lambda t: t.update(spread2="1"), "expected a number"),
     (lambda t: t.update(sources=["dev1", "dev1"]), "its sources must be distinct names"),
+    (lambda t: t.update(bias=[0.0]), "transfer block '\\*': field 'bias' is unknown to this nitro"),
+    (lambda t: t["input"].update(shift=[0.0]), "transfer block '\\*': input field 'shift' is unknown"),
 ])
 def test_a_broken_transfer_block_is_refused_on_load_naming_it(tmp_path, edit, message):
     from nitro.bundle import Transfer
@@ -218,6 +227,20 @@ def test_a_broken_transfer_block_is_refused_on_load_naming_it(tmp_path, edit, me
     path.write_text(json.dumps(data))
     with pytest.raises(ValueError, match=message):
         load_bundle(path)
+
+
+def test_bundles_are_written_as_version_2_and_version_1_still_loads(tmp_path):
+    """Version 2 (models of format 2): readers of 1 accepted fields they did not know and dropped
+    them, so they must refuse a bundle written now; bundles written before still load."""
+    path = _small(tmp_path)
+    data = json.loads(path.read_text())
+    assert data["version"] == 2 and {e["model"]["format"] for e in data["devices"].values()} == {2}
+    data["version"] = 1
+    for entry in data["devices"].values():
+        entry["model"]["format"] = 1
+    (tmp_path / "v1.json").write_text(json.dumps(data))
+    old = load_bundle(tmp_path / "v1.json")
+    assert old.devices.keys() == {"dev1", "dev2"} and old.model_for("dev2")[0] == load_bundle(path).devices["dev2"]["model"]
 
 
 def test_packed_arrays_are_checked(tmp_path):

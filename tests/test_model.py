@@ -7,6 +7,18 @@ from nitro.learn import SVMSelector
 from nitro.model import SelectorModel
 
 
+def test_models_are_written_in_format_2_and_format_1_still_loads():
+    """Format 2: readers of 1 accepted and dropped parameters they did not know (``unit``), so
+    a model written now must be refused by them; one a store holds from before still loads."""
+    rng = np.random.default_rng(1)
+    X = np.column_stack([10 ** rng.uniform(-4, 1, 200), rng.random(200)])
+    model = SelectorModel.from_estimator(SVMSelector().fit(X, np.where(X[:, 0] > 1e-2, "x", "y")), ["a", "b"])
+    data = model.to_dict()
+    assert data["format"] == 2 and "unit" in data["params"]
+    old = SelectorModel.from_dict({**data, "format": 1})
+    assert old == model and old.predict(X) == model.predict(X)
+
+
 @pytest.mark.parametrize("k", [1, 2, 3, 5])
 def test_exported_svm_equals_scikit_learn(k):
     rng = np.random.default_rng(k)
@@ -29,7 +41,11 @@ def test_device_features_are_appended_constants():
 
 
 @pytest.mark.parametrize("mutate, message", [
-    (lambda d: d.update(format=99), "unsupported model format"),
+    (lambda d: d.update(format=99), "unsupported model format 99 .*written by a newer nitro .upgrade nitro"),
+    (lambda d: d.update(format=True), "unsupported model format True"),
+    (lambda d: d.update(format=0), "unsupported model format 0 .this nitro reads 1, 2.$"),
+    (lambda d: d.update(min_reader=3), "model field 'min_reader' is unknown to this nitro: .*newer nitro"),
+    (lambda d: d["params"].update(unit_offset=[1.0, 2.0]), "svc model parameter 'unit_offset' is unknown"),
     (lambda d: d.update(format="nitro-bundle"), "a bundle of models, not one model: .*Bundle.load"),
     (lambda d: d.update(variants=["a", "a"]), "names repeated"),
     (lambda d: d.update(device_features={"cores": "nan"}), "device features not all finite"),

@@ -82,6 +82,15 @@ def _broken(params, path, value):
     ("linear", LINEAR, ["intercept", 0], math.inf, "not finite"),
     ("intervals", INTERVALS, ["thresholds"], [10.0, 1.0], "ascending"),
     ("intervals", INTERVALS, ["labels"], [0, 1], "one more label"),
+    ("kernel", KERNEL, ["signed_log"], False, "signed_log must be true"),
+    # a parameter this nitro does not know: a newer nitro's, whose meaning would be dropped
+    ("kernel", KERNEL, ["bias"], [1.0], "kernel model parameter 'bias' is unknown to this nitro: .*upgrade nitro"),
+    ("svc", SVC, ["unit_v2"], [1.0], "svc model parameter 'unit_v2' is unknown"),
+    ("tree", TREE, ["missing_go_left"], [True], "tree model parameter 'missing_go_left' is unknown"),
+    ("gbt", GBT, ["trees", 0, "missing_go_left"], [True], "tree parameter 'missing_go_left' is unknown"),
+    ("gbt", GBT, ["trees", 0], [1, 2], "tree parameters must be an object"),
+    ("linear", LINEAR, ["offset"], 1.0, "linear model parameter 'offset' is unknown"),
+    ("intervals", INTERVALS, ["side"], "left", "intervals model parameter 'side' is unknown"),
 ])
 def test_malformed_parameters_are_refused_naming_the_problem(kind, params, path, value, message):
     bad = _broken(params, path, value)
