@@ -68,6 +68,16 @@ class Dispatcher:
         self.constraints: list[tuple[str, Callable]] = []
         self._active: tuple[SelectorModel | None, Callable | None] = (None, None)
 
+    def __getstate__(self):
+        """Pickled without the compiled evaluator (a C++ object): the model alone, from which
+        :meth:`__setstate__` rebuilds the pair."""
+        return {**self.__dict__, "_active": self._active[0]}
+
+    def __setstate__(self, state):
+        model = state.pop("_active")
+        self.__dict__.update(state)
+        self._active = (model, model.compiled().predict_one if model is not None else None)
+
     @property
     def model(self) -> SelectorModel | None:
         return self._active[0]

@@ -59,6 +59,11 @@ class SelectorModel:
 
     __hash__ = None
 
+    def __getstate__(self):
+        """Pickled and deep-copied without the compiled evaluator (a C++ object, which neither
+        can copy); :meth:`compiled` rebuilds it when first used."""
+        return {**self.__dict__, "_compiled": None}
+
     # -- construction ------------------------------------------------------------------------
     @classmethod
     def from_estimator(cls, est, input_features, device_features=None, provenance=None, variants=None):

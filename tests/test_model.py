@@ -19,6 +19,21 @@ def test_models_are_written_in_format_2_and_format_1_still_loads():
     assert old == model and old.predict(X) == model.predict(X)
 
 
+def _with_units():
+    rng = np.random.default_rng(1)
+    X = np.column_stack([10 ** rng.uniform(-4, 1, 200), rng.random(200)])
+    model = SelectorModel.from_estimator(SVMSelector().fit(X, np.where(X[:, 0] > 1e-2, "x", "y")), ["a", "b"])
+    return model, X, [model.compiled().predict_one(list(row)) for row in X]
+
+
+def test_a_used_model_pickles_and_deep_copies():
+    import copy
+    import pickle
+    model, X, expected = _with_units()
+    for other in (pickle.loads(pickle.dumps(model)), copy.deepcopy(model)):
+        assert other == model and [other.compiled().predict_one(list(row)) for row in X] == expected
+
+
 @pytest.mark.parametrize("k", [1, 2, 3, 5])
 def test_exported_svm_equals_scikit_learn(k):
     rng = np.random.default_rng(k)

@@ -38,6 +38,21 @@ def test_dispatch_follows_the_model():
     assert cv(np.ones(100000)) == 100000
 
 
+def test_a_code_variant_dispatching_with_a_model_pickles_and_dispatches_alike():
+    """A spawned worker process receives the code variant pickled: the compiled evaluator (a
+    C++ object) stays behind and is rebuilt from the model."""
+    import copy
+    import pickle
+    cv = _cv()
+    cv.model = _model(cv)
+    x = np.ones(5000)
+    assert cv.select(x) == "big"
+    for other in (pickle.loads(pickle.dumps(cv)), copy.deepcopy(cv)):
+        assert other.model == cv.model and other.select(x) == "big" and other.select(np.ones(3)) == "small"
+    cv.model = None
+    assert pickle.loads(pickle.dumps(cv)).select(x) == "small"
+
+
 def test_excluded_choice_falls_back_to_default_and_both_excluded_is_an_error():
     cv = _cv(constraints=[("big", lambda f: f["size"] < 50000)])
     cv.model = _model(cv)
