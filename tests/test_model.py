@@ -34,6 +34,16 @@ def test_a_used_model_pickles_and_deep_copies():
         assert other == model and [other.compiled().predict_one(list(row)) for row in X] == expected
 
 
+def test_to_dict_hands_out_a_copy():
+    model, X, expected = _with_units()
+    data = model.to_dict()             # editing the copy leaves both evaluation paths as they were
+    data["params"].pop("unit")
+    data["params"]["mean"][0] = 1e9
+    data["variants"].reverse()
+    assert "unit" in model.params and model.variants == ["x", "y"]
+    assert list(model.predict_index(X)) == expected == [model.compiled().predict_one(list(row)) for row in X]
+
+
 @pytest.mark.parametrize("k", [1, 2, 3, 5])
 def test_exported_svm_equals_scikit_learn(k):
     rng = np.random.default_rng(k)
