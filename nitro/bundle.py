@@ -403,7 +403,10 @@ class Bundle:
         ``device``: an id or a reported name (default: this machine's CPU). ``device_features``:
         its features (name -> number), else the datasheet's figures of its product, else (with
         ``query``) those :func:`nitro.devices.describe` reports here, microbenchmarks only with
-        ``measure``. ``kind`` (``cpu``/``gpu``) picks the transfer block, else the datasheet's."""
+        ``measure``. ``kind`` (``cpu``/``gpu``) picks the transfer block, else a text ``"kind"``
+        in ``device_features`` (as ``--target-features`` files hold it), else the datasheet's."""
+        if device_features is not None:
+            device_features, kind = _given_features(device_features, kind)
         if device is None:
             from .devices import current_device_id
             device = current_device_id()
@@ -439,7 +442,7 @@ class Bundle:
 
     def _features(self, device, product, given, query, measure, local) -> tuple[dict, str | None]:
         if given:
-            return _finite_dict(dict(given), "device_features"), "given"
+            return _finite_dict(given, "device_features"), "given"
         if product is not None and self.datasheet.get(product, {}).get("features"):
             return dict(self.datasheet[product]["features"]), "datasheet"
         if query:
@@ -476,6 +479,22 @@ class Bundle:
         weights = {s: round(v / total, 4) for s, v in zip(block.sources, kd)}
         provenance = {"method": "bundle transfer", "target": device, "source_weights": weights, "imputed": imputed}
         return block.model(kd, self.input_features, provenance), {"source_weights": weights, "imputed": imputed}
+
+
+def _given_features(features, kind: str | None) -> tuple[dict, str | None]:
+    """``device_features`` as given to :meth:`Bundle.model_for`, without its text ``"kind"``
+    (metadata, as in a ``--target-features`` file), and the kind: ``kind`` where given (a
+    different text ``"kind"`` is refused), else that one."""
+    from collections.abc import Mapping
+    if not isinstance(features, Mapping):
+        raise TypeError(f"device_features must be a mapping name -> number, got a {type(features).__name__}")
+    features = dict(features)
+    if isinstance(features.get("kind"), str):
+        named = features.pop("kind")
+        if kind is not None and kind != named:
+            raise ValueError(f"kind {kind!r} and device_features' \"kind\": {named!r} differ")
+        kind = named
+    return features, kind
 
 
 def _local_gpu(device: str, by_id: bool = False) -> dict | None:

@@ -97,6 +97,28 @@ def test_missing_features_are_taken_from_the_nearest_source(spmv):
         load_bundle(eight).model_for("new_gpu", device_features=features, kind="GPU")
 
 
+def test_a_text_kind_in_the_device_features_picks_the_block_as_kind_does(spmv):
+    """A ``--target-features`` file holds ``"kind": "gpu"`` beside the figures: it is metadata,
+    taken as ``kind=`` (without it, the ``*`` block mixing in the CPU source chose otherwise)."""
+    store, eight, _ = spmv
+    bundle = load_bundle(eight)
+    features = {k: r["value"] for k, r in store.device(LEFT_OUT).items()}
+    model, info = bundle.model_for("new_gpu", device_features={"kind": "gpu", **features})
+    assert info["block"] == "gpu" and info["features_from"] == "given"
+    assert model == bundle.model_for("new_gpu", device_features=features, kind="gpu")[0]
+    cv = code_variant("spmv_bundle", {v: (lambda *a: v) for v in bundle.variants},
+                      {f: (lambda *a: 1.0) for f in bundle.input_features})
+    assert cv.use_bundle(bundle, device="new_gpu", device_features={"kind": "gpu", **features})["block"] == "gpu"
+    with pytest.raises(ValueError, match="kind 'cpu' and device_features' \"kind\": 'gpu' differ"):
+        bundle.model_for("new_gpu", device_features={"kind": "gpu", **features}, kind="cpu")
+    with pytest.raises(ValueError, match="kind 'tpu': give 'cpu' or 'gpu'"):
+        bundle.model_for("new_gpu", device_features={"kind": "tpu", **features})
+    with pytest.raises(ValueError, match="device_features: 'vendor' is 'nvidia', not a finite number"):
+        bundle.model_for("new_gpu", device_features={"vendor": "nvidia", **features})
+    with pytest.raises(TypeError, match="device_features must be a mapping name -> number, got a list"):
+        cv.use_bundle(bundle, device="new_gpu", device_features=[1, 2])
+
+
 def test_the_store_own_xeon_is_matched_to_its_datasheet_product(spmv):
     """Its id (xeon_gold_6230) leaves out the vendor's word of every datasheet name."""
     _, _, nine = spmv
