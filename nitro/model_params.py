@@ -151,6 +151,7 @@ def flat_params(kind: str, p: dict, d_in: int, d_dev: int, k: int) -> dict:
             raise ValueError("kernel model: signed_log must be true (the only input transform there is)")
         if not finite(centers[0], weights[0], offset, mean, scale, [gamma]):
             raise ValueError("kernel model parameters are not all finite")
+        positive_scale(scale, kind, gamma)
         unit = units(p, d_in, kind)
         return {"mean": mean, "scale": scale, "gamma": gamma, "centers": centers[0], "weights": weights[0],
                 "offset": offset, "unit": unit}
@@ -166,12 +167,25 @@ def flat_params(kind: str, p: dict, d_in: int, d_dev: int, k: int) -> dict:
             raise ValueError("svc model parameters have inconsistent shapes")
         if not finite(sv[0], coef[0], b, mean, scale):
             raise ValueError("svc model parameters are not all finite")
+        if min(n_support) < 0:
+            raise ValueError(f"svc model n_support must count support vectors (0 or more), got {n_support}")
+        positive_scale(scale, kind, gamma)
         return {"log_mask": log_mask, "mean": mean, "scale": scale, "gamma": gamma, "sv": sv[0],
                 "n_support": n_support, "dual_coef": coef[0], "intercept": b, "unit": units(p, d, kind)}
     try:
         return _flat_time_kind(kind, p, d, k)
     except (KeyError, TypeError) as exc:
         raise ValueError(f"{kind} model parameters are malformed: {exc!r}") from None
+
+
+def positive_scale(scale: list[float], kind: str, gamma: float | None = None) -> None:
+    """Standardising divides by ``scale``: a scale of 0 (or below) would make every score
+    infinite or reversed; scikit-learn's scaler never exports one. An RBF's ``gamma`` is 0 or
+    more (the compiled evaluator refuses others, but only when first used)."""
+    if not all(s > 0 for s in scale):
+        raise ValueError(f"{kind} model scale must be positive, got {scale}")
+    if gamma is not None and not gamma >= 0:
+        raise ValueError(f"{kind} model gamma must be 0 or more, got {gamma}")
 
 
 def variant_starts(p: dict, n_trees: int, k: int) -> list[int]:
@@ -213,6 +227,7 @@ def _flat_time_kind(kind: str, p: dict, d: int, k: int) -> dict:
         if (None in (coef, mean, scale, b) or len(log_mask) != d or p["choose"] not in ("max", "min")
                 or not finite(coef[0], b, mean, scale)):
             raise ValueError("linear model parameters have inconsistent shapes or are not finite")
+        positive_scale(scale, kind)
         return {"log_mask": log_mask, "mean": mean, "scale": scale, "coef": coef[0], "intercept": b,
                 "choose_max": p["choose"] == "max", "unit": units(p, d, kind)}
     if kind == "intervals":

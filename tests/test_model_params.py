@@ -83,6 +83,12 @@ def _broken(params, path, value):
     ("intervals", INTERVALS, ["thresholds"], [10.0, 1.0], "ascending"),
     ("intervals", INTERVALS, ["labels"], [0, 1], "one more label"),
     ("kernel", KERNEL, ["signed_log"], False, "signed_log must be true"),
+    ("kernel", KERNEL, ["scale", 1], 0.0, "kernel model scale must be positive"),
+    ("svc", SVC, ["scale", 0], 0.0, "svc model scale must be positive"),       # a division by zero
+    ("svc", SVC, ["n_support"], [-1, 4], "n_support must count support vectors"),   # its sum still right
+    ("linear", LINEAR, ["scale", 0], -1.0, "linear model scale must be positive"),
+    ("svc", SVC, ["gamma"], -1e6, "svc model gamma must be 0 or more"),
+    ("kernel", KERNEL, ["gamma"], -0.5, "kernel model gamma must be 0 or more"),
     # a parameter this nitro does not know: a newer nitro's, whose meaning would be dropped
     ("kernel", KERNEL, ["bias"], [1.0], "kernel model parameter 'bias' is unknown to this nitro: .*upgrade nitro"),
     ("svc", SVC, ["unit_v2"], [1.0], "svc model parameter 'unit_v2' is unknown"),
