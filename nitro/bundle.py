@@ -375,7 +375,7 @@ class Bundle:
             data = json.loads(_gunzip(raw) if raw[:2] == b"\x1f\x8b" else raw)
         except FileNotFoundError:
             raise FileNotFoundError(f"no bundle file {path}") from None
-        except (OSError, ValueError) as exc:
+        except ValueError as exc:       # OSErrors (permission, a folder) propagate as they are
             raise ValueError(f"bundle {path} is not readable JSON: {exc}") from None
         try:
             return cls.from_dict(data)

@@ -285,6 +285,20 @@ def test_packed_arrays_are_checked(tmp_path):
         load_bundle(tmp_path / "text.json")
 
 
+def test_os_errors_reach_the_caller_as_they_are(tmp_path):
+    """A library catching OSError (PermissionError, IsADirectoryError) sees them as such, not as
+    a ValueError saying the file is not JSON."""
+    import os
+    (tmp_path / "folder.json").mkdir()
+    with pytest.raises(IsADirectoryError):
+        load_bundle(tmp_path / "folder.json")
+    path = _small(tmp_path)
+    path.chmod(0)
+    if os.geteuid() != 0:               # root reads it anyway
+        with pytest.raises(PermissionError):
+            load_bundle(path)
+
+
 def test_gzipped_bundles_load_and_broken_ones_are_refused(tmp_path):
     import gzip
     path = _small(tmp_path, "small.json.gz")
