@@ -255,10 +255,32 @@ inline int model_for(const char* device, const char** path = nullptr) {
   return -1;
 }
 
+// The device name select() looked up last on this thread, its model index and path: a name
+// matched to a datasheet product is tokenised on the heap (about 19 us), so select() redoes
+// model_for only when the name changes. Trivially destructible: no TLS guard, no allocation.
+struct LastLookup {
+  char name[128];        // names of 128 bytes or more are looked up on every call
+  int model;
+  const char* path;
+  bool valid;
+};
+
 // The variant index to run for features on device: its model's choice, else (no model for
 // the device, or a feature that is not finite) the default variant.
 inline int select(const char* device, const double* features, const char** path = nullptr) {
-  const int model = model_for(device, path);
+  thread_local LastLookup last{};
+  if (device == nullptr) device = "";
+  if (!last.valid || std::strcmp(last.name, device) != 0) {
+    const char* found = nullptr;
+    const int index = model_for(device, &found);
+    const std::size_t n = std::strlen(device);
+    last.valid = n < sizeof(last.name);
+    if (last.valid) std::memcpy(last.name, device, n + 1);
+    last.model = index;
+    last.path = found;
+  }
+  if (path) *path = last.path;
+  const int model = last.model;
   const int chosen = model >= 0 ? predict(static_cast<std::size_t>(model), features) : -1;
   return chosen >= 0 ? chosen : default_variant;
 }

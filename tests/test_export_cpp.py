@@ -202,6 +202,21 @@ def test_select_runs_the_default_on_unknown_devices_and_bad_values(bundle, drive
                                                default, default]
 
 
+def test_select_remembers_the_last_name_only_while_it_repeats(bundle, driver):
+    """select() keeps the last name's lookup (per thread): names that change, repeat, come back
+    in the same buffer, or are too long to keep choose as Bundle.model_for's model does."""
+    x = [1e3, 0.5, 0.3]
+    product = "Tesla_P100-PCIE-16GB"          # found by datasheet product: the lookup that costs
+    names = [list(bundle.devices)[1], product, product, "no-such-device", product, product + "-x" * 70,
+             product + "-x" * 70, list(bundle.devices)[0], product]
+    expected = []
+    for name in names:
+        model = bundle.model_for(name, query=False)[0]
+        expected.append(bundle.variants.index(model.predict([x])[0]) if model else bundle.variants.index(bundle.default))
+    assert len(set(expected)) >= 2
+    assert [int(v) for v in driver([f"S {name} 1000 0.5 0.3" for name in names])] == expected
+
+
 @pytest.mark.parametrize("name", ["not a name", "std", "std2", "class", "concept", "__mine", "_Mine", "_mine", "a__b", "1st"])
 def test_a_bad_namespace_is_refused(bundle, name):
     with pytest.raises(ValueError, match="namespace"):
