@@ -146,7 +146,7 @@ class Constant final : public Model {
   int label_;
 };
 
-// One-versus-one RBF SVC as libsvm evaluates it (nitro_eval::svc_predict), from the model's
+// One-versus-one RBF SVC as libsvm evaluates it (nitro_eval_v2::svc_predict), from the model's
 // own parameters: support vectors grouped by class (n_support), libsvm's dual_coef layout.
 class Svc final : public Model {
  public:
@@ -170,7 +170,7 @@ class Svc final : public Model {
   }
 
   int predict_row(const double* in) const override {
-    return nitro_eval::svc_predict(m_, in, scratch(nitro_eval::svc_work_size(m_)));
+    return nitro_eval_v2::svc_predict(m_, in, scratch(nitro_eval_v2::svc_work_size(m_)));
   }
 
  private:
@@ -178,7 +178,7 @@ class Svc final : public Model {
   std::vector<unsigned char> log_;
   Vec mean_, scale_, coef_, b_, sv_t_, inv_unit_;
   std::vector<std::size_t> start_;
-  nitro_eval::SvcModel m_{};
+  nitro_eval_v2::SvcModel m_{};
 };
 
 // Kernel regression of every variant's fraction of the optimum (nitro.learn.kron export):
@@ -202,17 +202,17 @@ class Kernel final : public Model {
   }
 
   bool score_row(const double* in, double* score) const override {
-    nitro_eval::kernel_scores(m_, in, score, scratch(nitro_eval::kernel_work_size(m_)));
+    nitro_eval_v2::kernel_scores(m_, in, score, scratch(nitro_eval_v2::kernel_work_size(m_)));
     return true;
   }
 
   int predict_row(const double* in) const override {
-    return nitro_eval::kernel_predict(m_, in, scratch(nitro_eval::kernel_work_size(m_) + m_.n_variants));
+    return nitro_eval_v2::kernel_predict(m_, in, scratch(nitro_eval_v2::kernel_work_size(m_) + m_.n_variants));
   }
 
  private:
   Vec mean_, scale_, b_, c_t_, w_t_, inv_unit_;
-  nitro_eval::KernelModel m_{};
+  nitro_eval_v2::KernelModel m_{};
 };
 
 // Base of the kinds that see the row [input features ∘ device features].
@@ -224,7 +224,7 @@ class WithDevice : public Model {
 };
 
 // Regression trees in scikit-learn's arrays, padded to one table (n_trees × n_nodes, given
-// flattened), checked so that a traversal ends (children after their parent); view() for nitro_eval.
+// flattened), checked so that a traversal ends (children after their parent); view() for nitro_eval_v2.
 struct Trees {
   IVec cl, cr, f;
   Vec thr, value;
@@ -246,7 +246,7 @@ struct Trees {
         throw std::invalid_argument("Trees: a split names a feature outside the row");
     }
   }
-  nitro_eval::Trees view() const {
+  nitro_eval_v2::Trees view() const {
     return {n_trees, n_nodes, value_width, cl.data(), cr.data(), f.data(), thr.data(), value.data()};
   }
 };
@@ -260,11 +260,11 @@ class Tree final : public WithDevice {
     m_ = {n_inputs, dev_.size(), dev_.data(), trees_.view(), f32};
   }
   int predict_row(const double* in) const override {
-    return nitro_eval::tree_predict(m_, in, scratch(nitro_eval::tree_work_size(m_)));
+    return nitro_eval_v2::tree_predict(m_, in, scratch(nitro_eval_v2::tree_work_size(m_)));
   }
  private:
   Trees trees_;
-  nitro_eval::TreeModel m_{};
+  nitro_eval_v2::TreeModel m_{};
 };
 
 // Boosted trees over [x ∘ code of variant]: init + Σ lr·leaf, summed in order; argmax.
@@ -287,17 +287,17 @@ class Gbt final : public WithDevice {
     n_scores = n_variants;
   }
   bool score_row(const double* in, double* score) const override {
-    nitro_eval::gbt_scores(m_, in, scratch(nitro_eval::gbt_work_size(m_)), score);
+    nitro_eval_v2::gbt_scores(m_, in, scratch(nitro_eval_v2::gbt_work_size(m_)), score);
     return true;
   }
   int predict_row(const double* in) const override {
-    return nitro_eval::gbt_predict(m_, in, scratch(nitro_eval::gbt_work_size(m_)));
+    return nitro_eval_v2::gbt_predict(m_, in, scratch(nitro_eval_v2::gbt_work_size(m_)));
   }
  private:
   Trees trees_;
   Vec codes_;
   std::vector<std::size_t> start_;
-  nitro_eval::GbtModel m_{};
+  nitro_eval_v2::GbtModel m_{};
 };
 
 // Linear scores of the standardised (partly log1p) row: argmax or argmin.
@@ -315,12 +315,12 @@ class Linear final : public WithDevice {
           b_.data(), choose_max, or_null(inv_unit_)};
   }
   int predict_row(const double* in) const override {
-    return nitro_eval::linear_predict(m_, in, scratch(nitro_eval::linear_work_size(m_)));
+    return nitro_eval_v2::linear_predict(m_, in, scratch(nitro_eval_v2::linear_work_size(m_)));
   }
  private:
   std::vector<unsigned char> log_;
   Vec mean_, scale_, coef_, b_, inv_unit_;
-  nitro_eval::LinearModel m_{};
+  nitro_eval_v2::LinearModel m_{};
 };
 
 // Futhark-style threshold rule: labels[number of thresholds <= x[feature]].
@@ -332,11 +332,11 @@ class Intervals final : public WithDevice {
       throw std::invalid_argument("Intervals: inconsistent parameters");
     m_ = {n_inputs, dev_.size(), dev_.data(), feature, thr_.size(), thr_.data(), labels_.data()};
   }
-  int predict_row(const double* in) const override { return nitro_eval::intervals_predict(m_, in); }
+  int predict_row(const double* in) const override { return nitro_eval_v2::intervals_predict(m_, in); }
  private:
   Vec thr_;
   std::vector<int> labels_;
-  nitro_eval::IntervalsModel m_{};
+  nitro_eval_v2::IntervalsModel m_{};
 };
 
 }  // namespace

@@ -29,6 +29,7 @@ from .bundle import Bundle
 from .model import EXTRA_KINDS, SelectorModel, _extra_arrays
 
 EVALUATORS = Path(__file__).with_name("selector_eval.hpp")
+LAYOUT = 2      # the evaluators' layout version (selector_eval.hpp's guard and namespace nitro_eval_v2)
 PER_LINE = 6
 
 
@@ -93,9 +94,9 @@ def _model_body(model: SelectorModel) -> tuple[list[str], str, int]:
         arrays = [_array("mean", "double", p["mean"]), _array("scale", "double", p["scale"]),
                   _array("centers_t", "double", C.T), _array("weights_t", "double", W.T),
                   _array("offset", "double", p["offset"]), *unit,
-                  f"inline constexpr nitro_eval::KernelModel model = {{{d}, {n_c}, {k}, mean, scale, "
+                  f"inline constexpr nitro_eval_v2::KernelModel model = {{{d}, {n_c}, {k}, mean, scale, "
                   f"{_literal(p['gamma'], 'double')}, centers_t, weights_t, offset{inv_unit}}};"]
-        return arrays, "nitro_eval::kernel_predict(model, x, work)", d + n_c + k
+        return arrays, "nitro_eval_v2::kernel_predict(model, x, work)", d + n_c + k
     if kind == "svc":
         sv = np.asarray(p["support_vectors"], dtype=np.float64)
         k, w = len(p["n_support"]), d + dev.size
@@ -105,10 +106,10 @@ def _model_body(model: SelectorModel) -> tuple[list[str], str, int]:
                   _array("sv_t", "double", sv.T),
                   _array("class_start", "std::size_t", np.concatenate([[0], np.cumsum(p["n_support"])])),
                   _array("dual_coef", "double", p["dual_coef"]), _array("intercept", "double", p["intercept"]), *unit,
-                  f"inline constexpr nitro_eval::SvcModel model = {{{d}, {dev.size}, device, log_mask, mean, scale, "
+                  f"inline constexpr nitro_eval_v2::SvcModel model = {{{d}, {dev.size}, device, log_mask, mean, scale, "
                   f"{_literal(p['gamma'], 'double')}, {sv.shape[0]}, sv_t, {k}, class_start, dual_coef, intercept"
                   f"{inv_unit}}};"]
-        return arrays, "nitro_eval::svc_predict(model, x, work)", w + sv.shape[0] + k
+        return arrays, "nitro_eval_v2::svc_predict(model, x, work)", w + sv.shape[0] + k
     a = _extra_arrays(kind, p)
     w = d + dev.size
     if kind in ("tree", "gbt"):
@@ -121,33 +122,33 @@ def _model_body(model: SelectorModel) -> tuple[list[str], str, int]:
                   _array("value", "double", value)]
         trees = f"{{{n_trees}, {n_nodes}, {width}, left, right, feature, threshold, value}}"
         if kind == "tree":
-            arrays.append(f"inline constexpr nitro_eval::TreeModel model = {{{d}, {dev.size}, device, {trees}, true}};")
-            return arrays, "nitro_eval::tree_predict(model, x, work)", w
+            arrays.append(f"inline constexpr nitro_eval_v2::TreeModel model = {{{d}, {dev.size}, device, {trees}, true}};")
+            return arrays, "nitro_eval_v2::tree_predict(model, x, work)", w
         codes = a["codes"]
         arrays.append(_array("codes", "double", codes))
         starts = ""
         if a["starts"].size:            # one booster per variant
             arrays.append(_array("variant_start", "std::size_t", a["starts"]))
             starts = ", variant_start"
-        arrays.append(f"inline constexpr nitro_eval::GbtModel model = {{{d}, {dev.size}, device, {trees}, "
+        arrays.append(f"inline constexpr nitro_eval_v2::GbtModel model = {{{d}, {dev.size}, device, {trees}, "
                       f"{_literal(a['lr'], 'double')}, {_literal(a['init'], 'double')}, {codes.shape[0]}, {codes.shape[1]}, "
                       f"codes, {'true' if a['f32'] else 'false'}{starts}}};")
-        return arrays, "nitro_eval::gbt_predict(model, x, work)", w + codes.shape[1]
+        return arrays, "nitro_eval_v2::gbt_predict(model, x, work)", w + codes.shape[1]
     if kind == "linear":
         k = a["b"].size
         unit, inv_unit = _units(p)
         arrays = [_array("device", "double", dev), _array("log_mask", "unsigned char", a["log"].astype(int)),
                   _array("mean", "double", a["mean"]), _array("scale", "double", a["scale"]),
                   _array("coef", "double", a["coef"]), _array("intercept", "double", a["b"]), *unit,
-                  f"inline constexpr nitro_eval::LinearModel model = {{{d}, {dev.size}, device, log_mask, mean, scale, "
+                  f"inline constexpr nitro_eval_v2::LinearModel model = {{{d}, {dev.size}, device, log_mask, mean, scale, "
                   f"{k}, coef, intercept, {'true' if a['choose'] == 'max' else 'false'}{inv_unit}}};"]
-        return arrays, "nitro_eval::linear_predict(model, x, work)", w + k
+        return arrays, "nitro_eval_v2::linear_predict(model, x, work)", w + k
     if kind == "intervals":
         arrays = [_array("device", "double", dev), _array("thresholds", "double", a["thr"]),
                   _array("labels", "int", a["labels"]),
-                  f"inline constexpr nitro_eval::IntervalsModel model = {{{d}, {dev.size}, device, {a['feature']}, "
+                  f"inline constexpr nitro_eval_v2::IntervalsModel model = {{{d}, {dev.size}, device, {a['feature']}, "
                   f"{a['thr'].size}, thresholds, labels}};"]
-        return arrays, "nitro_eval::intervals_predict(model, x)", 0
+        return arrays, "nitro_eval_v2::intervals_predict(model, x)", 0
     raise ValueError(f"export-cpp: no C++ evaluator for model kind {kind!r} (known: constant, svc, kernel, "
                      f"{', '.join(EXTRA_KINDS)})")
 
@@ -160,7 +161,7 @@ def _model_namespace(i: int, device: str, model: SelectorModel, variants: list[s
     return (f"// {_comment(device)}: {model.kind} model over variants {', '.join(map(_comment, model.variants))}\n"
             f"namespace model_{i} {{\n{body}\n"
             f"inline int predict(const double* x) {{\n"
-            f"  if (!nitro_eval::all_finite(x, {len(model.input_features)})) return -1;\n"
+            f"  if (!nitro_eval_v2::all_finite(x, {len(model.input_features)})) return -1;\n"
             f"{scratch}"
             f"  return variant_of[{call}];\n}}\n}}  // namespace model_{i}\n")
 
@@ -320,6 +321,16 @@ def namespace_for(computation: str) -> str:
     return re.sub(r"_{2,}", "_", "nitro_" + (re.sub(r"[^0-9A-Za-z_]", "_", computation) or "selector"))
 
 
+def header_guard(ns: str, computation: str) -> str:
+    """The header's include guard: the layout version, a digest of the computation's name and
+    the namespace as it is (``Foo`` and ``foo`` are two namespaces), so that two
+    computations whose names map to one namespace (``a-b``, ``a_b``) do not skip one another's
+    header silently: included together, they fail to compile (give one ``--namespace``)."""
+    import hashlib
+    digest = hashlib.sha256(computation.encode()).hexdigest()[:8].upper()
+    return f"NITRO_SELECTOR_HPP_V{LAYOUT}_{digest}_{ns}"      # ns has no "_" first: no "__"
+
+
 def export_header(bundle: Bundle, namespace: str | None = None) -> str:
     """The C++17 header text of ``bundle``'s device models and fallback table."""
     ns = namespace or namespace_for(bundle.computation)
@@ -337,7 +348,7 @@ def export_header(bundle: Bundle, namespace: str | None = None) -> str:
         for i, d in enumerate(ids)) or '{"", nullptr, -1}'
     product_table = ",\n    ".join(f"{{{_string(p)}, {_string(w)}}}" for p, w in product_rows) or '{"", ""}'
     cases = "\n".join(f"    case {i}: return model_{i}::predict(features);" for i in range(len(ids)))
-    guard = f"{ns.upper()}_SELECTOR_HPP"
+    guard = header_guard(ns, bundle.computation)
     return f"""// Generated by `nitro export-cpp` from computation {_comment(bundle.computation)}: choose a variant from
 // input features in C++ (C++17, no dependency). Do not edit: export again after tuning.
 // Build with -O3 (GCC vectorises the RBF loops from -O3 on); for AVX2 add -march=native, or

@@ -17,8 +17,14 @@
 // function-multiversioning attribute on those evaluators and loops (nitro/_selector.cpp builds
 // an AVX2 clone and a baseline one; the arithmetic and its order are the same in both); on
 // x86-64 GCC the distance loop then gets an AVX2 version and a baseline one of its own.
-#ifndef NITRO_SELECTOR_EVAL_HPP_V1
-#define NITRO_SELECTOR_EVAL_HPP_V1
+//
+// Layout version 2 (in the guard, the namespace and this file's own macros): bump all three when
+// a model struct or a function's meaning changes, so that headers that different nitro versions
+// exported (each a copy of this file) compile side by side in one translation unit, each with
+// its own evaluators. Version 1 headers (nitro_eval, NITRO_SELECTOR_EVAL_HPP_V1) had one guard
+// for two layouts of SvcModel.
+#ifndef NITRO_SELECTOR_EVAL_HPP_V2
+#define NITRO_SELECTOR_EVAL_HPP_V2
 
 #include <algorithm>
 #include <cmath>
@@ -27,30 +33,32 @@
 #include <cstring>
 
 #if defined(NITRO_EVAL_CLONES) && defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define NITRO_EVAL_MULTIVERSION 1
+#define NITRO_EVAL_V2_MULTIVERSION 1
 #else
-#define NITRO_EVAL_MULTIVERSION 0
+#define NITRO_EVAL_V2_MULTIVERSION 0
 #endif
-#ifndef NITRO_EVAL_CLONES
-#define NITRO_EVAL_CLONES
+#ifdef NITRO_EVAL_CLONES
+#define NITRO_EVAL_V2_CLONES NITRO_EVAL_CLONES
+#else
+#define NITRO_EVAL_V2_CLONES
 #endif
 // GCC if-converts (and so vectorises) the clamp of exp_nonpositive_one and the selects of
 // log1p_nonnegative_one only without trapping math; this changes no result (it concerns
 // floating-point exception flags only).
 #if defined(__GNUC__) && !defined(__clang__)
-#define NITRO_EVAL_NO_TRAP __attribute__((optimize("no-trapping-math")))
+#define NITRO_EVAL_V2_NO_TRAP __attribute__((optimize("no-trapping-math")))
 #else
-#define NITRO_EVAL_NO_TRAP
+#define NITRO_EVAL_V2_NO_TRAP
 #endif
 
-namespace nitro_eval {
+namespace nitro_eval_v2 {
 
 // exp(x) for x <= 0 (the RBF kernels' −γ·d²; below −746 the result is 0, as std::exp's), within
 // 1 ulp of std::exp. Range reduction x = n·ln2 + r (|r| <= ln2/2, Cody-Waite with fdlibm's split
 // of ln2), the degree-13 Taylor polynomial of exp(r) (truncation error < 2^-57) with a short
 // dependency chain (so that the values of a block overlap), and the scaling by 2^n in two
 // halves so that subnormal results are rounded once, as std::exp's are.
-NITRO_EVAL_NO_TRAP inline double exp_nonpositive_one(double x) {
+NITRO_EVAL_V2_NO_TRAP inline double exp_nonpositive_one(double x) {
   const double log2e = 1.4426950408889634;
   const double ln2_hi = 6.93147180369123816490e-01;
   const double ln2_lo = 1.90821492927058770002e-10;
@@ -88,7 +96,7 @@ constexpr std::size_t kRbfBlock = 16;
 
 // v[i] = exp(scale·v[i]) for every i, scale·v[i] <= 0 (see exp_nonpositive_one), a block of
 // kRbfBlock values at a time: plain arithmetic the compiler vectorises without -ffast-math.
-NITRO_EVAL_CLONES NITRO_EVAL_NO_TRAP inline void exp_scaled(double scale, double* v, std::size_t n) {
+NITRO_EVAL_V2_CLONES NITRO_EVAL_V2_NO_TRAP inline void exp_scaled(double scale, double* v, std::size_t n) {
   const std::size_t blocks = n - n % kRbfBlock;  // the tail's start: see dot
   for (std::size_t i = 0; i < blocks; i += kRbfBlock)
     for (std::size_t l = 0; l < kRbfBlock; ++l) v[i + l] = exp_nonpositive_one(scale * v[i + l]);
@@ -99,7 +107,7 @@ NITRO_EVAL_CLONES NITRO_EVAL_NO_TRAP inline void exp_scaled(double scale, double
 // fdlibm computes it but without branches, so that the RBF kinds' log-scaled rows vectorise:
 // 1 + x = 2^k·m with m in [√2/2, √2), f = m − 1 (x itself when k = 0), c the rounding error of
 // 1 + x relative to it, log(1 + f) = f − f²/2 + s·(f²/2 + R(s²)), s = f/(2 + f), fdlibm's R.
-NITRO_EVAL_NO_TRAP inline double log1p_nonnegative_one(double x) {
+NITRO_EVAL_V2_NO_TRAP inline double log1p_nonnegative_one(double x) {
   const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
   const double lg1 = 6.666666666666735130e-01, lg2 = 3.999999999940941908e-01, lg3 = 2.857142874366239149e-01,
                lg4 = 2.222219843214978396e-01, lg5 = 1.818357216161805012e-01, lg6 = 1.531383769920937332e-01,
@@ -125,7 +133,7 @@ NITRO_EVAL_NO_TRAP inline double log1p_nonnegative_one(double x) {
 
 // z[j] = (t(x[j]) − mean[j]) / scale[j], t: sign(x)·log1p|x| (signed), else log1p(max(x, 0)) where
 // log_mask[j] is set and x itself elsewhere (log_mask null: every column).
-NITRO_EVAL_CLONES NITRO_EVAL_NO_TRAP inline void standardise(const double* x, const unsigned char* log_mask, bool signed_log,
+NITRO_EVAL_V2_CLONES NITRO_EVAL_V2_NO_TRAP inline void standardise(const double* x, const unsigned char* log_mask, bool signed_log,
                                                              const double* mean, const double* scale, std::size_t n,
                                                              double* z) {
   for (std::size_t j = 0; j < n; ++j) {
@@ -189,7 +197,7 @@ inline void squared_distances_in(const double* z, std::size_t d, const double* c
 // An includer that asks for clones (NITRO_EVAL_CLONES on x86-64 GCC) gets both widths, an AVX2
 // version and a baseline one chosen when the program loads (GCC's function multiversioning);
 // otherwise the width follows the compiler's target.
-#if NITRO_EVAL_MULTIVERSION
+#if NITRO_EVAL_V2_MULTIVERSION
 __attribute__((target("avx2"))) inline void squared_distances(const double* z, std::size_t d,
                                                                const double* centres_t, std::size_t n, double* d2) {
   squared_distances_in<4>(z, d, centres_t, n, d2);
@@ -257,7 +265,7 @@ struct KernelModel {
 
 inline std::size_t kernel_work_size(const KernelModel& m) { return m.n_inputs + m.n_centers; }
 
-NITRO_EVAL_CLONES inline void kernel_scores(const KernelModel& m, const double* in, double* score, double* work) {
+NITRO_EVAL_V2_CLONES inline void kernel_scores(const KernelModel& m, const double* in, double* score, double* work) {
   const std::size_t nc = m.n_centers;
   double* z = work;
   double* kv = work + m.n_inputs;
@@ -301,7 +309,7 @@ struct SvcModel {
 
 inline std::size_t svc_work_size(const SvcModel& m) { return m.n_inputs + m.n_device + m.n_sv + m.n_classes; }
 
-NITRO_EVAL_CLONES inline int svc_predict(const SvcModel& m, const double* in, double* work) {
+NITRO_EVAL_V2_CLONES inline int svc_predict(const SvcModel& m, const double* in, double* work) {
   const std::size_t d = m.n_inputs + m.n_device, ns = m.n_sv;
   double* x = work;
   double* kv = work + d;
@@ -462,6 +470,6 @@ inline int intervals_predict(const IntervalsModel& m, const double* in) {
   return m.labels[std::upper_bound(m.thresholds, m.thresholds + m.n_thresholds, v) - m.thresholds];
 }
 
-}  // namespace nitro_eval
+}  // namespace nitro_eval_v2
 
-#endif  // NITRO_SELECTOR_EVAL_HPP_V1
+#endif  // NITRO_SELECTOR_EVAL_HPP_V2

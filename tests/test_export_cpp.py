@@ -228,6 +228,35 @@ def test_the_default_namespace_is_a_valid_one_for_any_computation_name():
     assert namespace_for("__x") == "nitro_x"
 
 
+def test_headers_of_namespaces_alike_but_for_case_compile_together_and_alike_names_refuse_to(tmp_path):
+    """The guard carries the layout version, the namespace as it is and the computation: Foo
+    and foo each keep their header; a-b and a_b (one namespace) fail to compile together
+    instead of the second header being skipped without a word."""
+    from nitro.export_cpp import EVALUATORS, LAYOUT
+    assert f"namespace nitro_eval_v{LAYOUT} {{" in EVALUATORS.read_text()
+    assert f"#define NITRO_SELECTOR_EVAL_HPP_V{LAYOUT}\n" in EVALUATORS.read_text()
+
+    def header(computation, label, namespace=None):
+        b = Bundle.build(computation, VARIANTS, FEATURES, "small",
+                         {"dev": SelectorModel(VARIANTS, FEATURES, "constant", {"label": label})})
+        (tmp_path / f"{computation}.hpp").write_text(export_header(b, namespace))
+
+    def build(*computations, call):
+        (tmp_path / "main.cpp").write_text("".join(f'#include "{c}.hpp"\n' for c in computations) +
+                                           "#include <cstdio>\nint main() {\n  const double x[3] = {1, 2, 3};\n"
+                                           f"  std::printf(\"{'%d ' * len(call)}\\n\", {', '.join(call)});\n}}\n")
+        return subprocess.run(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-o", str(tmp_path / "main"),
+                               str(tmp_path / "main.cpp")], capture_output=True, text=True)
+    header("Foo", 1, "Foo")
+    header("foo", 2, "foo")
+    assert build("Foo", "foo", call=['Foo::select("dev", x)', 'foo::select("dev", x)']).returncode == 0
+    assert subprocess.run([str(tmp_path / "main")], capture_output=True, text=True).stdout.split() == ["1", "2"]
+    header("a-b", 1)
+    header("a_b", 2)
+    assert namespace_for("a-b") == namespace_for("a_b")
+    assert "redefinition" in build("a-b", "a_b", call=['nitro_a_b::select("dev", x)']).stderr
+
+
 def test_export_from_the_store_takes_the_stored_models(bundle, store):
     from nitro.export_cpp import bundle_from_store
     store.declare("my-solver", VARIANTS, FEATURES)
