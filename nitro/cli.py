@@ -93,19 +93,28 @@ def cmd_bundle_build(args):
     from .bundle import check_output_folder
     from .bundle_build import build_bundle
     check_output_folder(Path(args.output))           # before the fits, not after
-    bundle = build_bundle(_store(args), args.computation, _split(args.devices), learner=args.learner,
+    store = _store(args)
+    bundle = build_bundle(store, args.computation, _split(args.devices), learner=args.learner,
                           default=args.default)
     path = bundle.save(args.output)
+    # models of devices without rows (tune-from-source's targets) are in no default device list
+    left_out = [d for d in store.model_devices(args.computation) if d not in bundle.devices]
     result = {"file": str(path), "bytes": path.stat().st_size, "devices": sorted(bundle.devices),
-              "transfer_blocks": {k: b.sources for k, b in bundle.transfer.items()}}
+              "transfer_blocks": {k: b.sources for k, b in bundle.transfer.items()}, "default": bundle.default,
+              "models_left_out": left_out}
     made = bundle.provenance
     result.update(stored_models=made["stored_models"], fitted=made["fitted"]["devices"])
     fitted = (f"; fitted with --learner {made['fitted']['learner']} and stored: {', '.join(result['fitted'])}"
               if result["fitted"] else "")
     stored = f"; the store's models of {', '.join(result['stored_models'])}" if result["stored_models"] else ""
+    default = "" if args.default else (" (the store's first variant: pass --default with your code variant's own "
+                                       "default, which C++ headers exported from the bundle fall back to)")
+    left = (f"\nleft out the store's models of {', '.join(left_out)} (devices without rows): add them with "
+            f"--devices {','.join(sorted(bundle.devices) + left_out)}" if left_out else "")
     _emit(args, result, f"wrote {path} ({result['bytes']:,} bytes): models of {len(bundle.devices)} devices"
                         f"{stored}{fitted}; transfer blocks "
-                        f"{', '.join(f'{k} ({len(v)} sources)' for k, v in result['transfer_blocks'].items()) or 'none'}")
+                        f"{', '.join(f'{k} ({len(v)} sources)' for k, v in result['transfer_blocks'].items()) or 'none'}"
+                        f"; default {bundle.default}{default}{left}")
 
 
 def cmd_bundle_show(args):

@@ -147,6 +147,26 @@ def test_a_failed_build_stores_nothing_and_provenance_says_which_models_were_fit
     assert load_bundle(tmp_path / "f.json").provenance["fitted"] == {"learner": "tree", "devices": ["dev1"]}
 
 
+def test_build_says_which_default_it_took_and_which_stored_models_it_left_out(spmv, tmp_path, capsys):
+    """A model without rows (tune-from-source's target) is in no default device list: the build
+    says so and how to add it; without --default it says the store's first variant was taken."""
+    store, _, _ = spmv
+    variants, features = (store.meta("spmv_bundle")[k] for k in ("variants", "features"))
+    store.declare("with_target", variants, features)
+    store.put_rows("with_target", "dev1", store.rows("spmv_bundle", LEFT_OUT)[:40])
+    store.put_model("with_target", "new_gpu", SelectorModel(variants, features, "constant", {"label": 1}))
+    out = tmp_path / "t.json"
+    assert main(["bundle", "build", "with_target", "--learner", "tree", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert f"default {variants[0]} (the store's first variant: pass --default" in text
+    assert "left out the store's models of new_gpu (devices without rows): add them with --devices dev1,new_gpu" in text
+    assert main(["bundle", "build", "with_target", "--devices", "dev1,new_gpu", "--default", variants[1],
+                 "-o", str(out), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["models_left_out"] == [] and result["default"] == variants[1]
+    assert sorted(load_bundle(out).devices) == ["dev1", "new_gpu"]
+
+
 # -- a small bundle, no store -----------------------------------------------------------------
 def _intervals(threshold: float, labels) -> SelectorModel:
     return SelectorModel(variants=["a", "b"], input_features=["n"], kind="intervals",
