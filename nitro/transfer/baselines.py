@@ -5,6 +5,10 @@ estimate compares the model with it on held-out sources, so that it can say wher
 fall below it."""
 from __future__ import annotations
 
+import hashlib
+import threading
+from collections import OrderedDict
+
 import numpy as np
 
 from ..learn import SVMSelector
@@ -18,6 +22,12 @@ FULL_SET_MAX_FIT = 10000
 # thousands of support vectors took 3.7 s a source on 100,000 synthetic inputs; on 2,000 the
 # standard error of a mean fraction of the optimum is still about 0.3 point.
 HELD_OUT_SCORE_MAX = 2000
+# Fitted full-set SVMs kept, by their training rows' content: leaving one device out, the SVM
+# of held-out source s for target t is the one of t for s, and each of `nitro evaluate`'s two
+# CV-DFS selections asks for every one; 16 devices refitted them 496 times, half of the run.
+FIT_CACHE = 128
+_fits: OrderedDict[bytes, SVMSelector] = OrderedDict()
+_fits_lock = threading.Lock()
 
 
 def full_set_svm_choices(data: TransferData, sources: list[int], inputs: np.ndarray, target: int,
@@ -29,6 +39,24 @@ def full_set_svm_choices(data: TransferData, sources: list[int], inputs: np.ndar
     feats = [j for j in range(len(data.device_features)) if np.isfinite(data.D[list(sources) + [target], j]).all()]
     feats = varying_columns(D, list(sources), feats)
     X, y, _ = stack_sources(data, sources, inputs, feats)
-    est = SVMSelector(C_grid=(1.0,), gamma_grid=("scale",), max_fit=FULL_SET_MAX_FIT,
-                      max_support_vectors=None).fit(X, y)
-    return est.predict(concatenate(data.X[eval_inputs], data.D[target, feats]))
+    return _fitted(X, y).predict(concatenate(data.X[eval_inputs], data.D[target, feats]))
+
+
+def _fitted(X: np.ndarray, y: np.ndarray) -> SVMSelector:
+    """The full-set SVM fitted on ``(X, y)``, from :data:`FIT_CACHE` when these rows were fitted
+    before (the fit is deterministic, so a kept one is the one a refit would give)."""
+    X, y = np.ascontiguousarray(X, dtype=float), np.ascontiguousarray(y)
+    digest = hashlib.blake2b(digest_size=16)
+    for part in (np.array(X.shape), X, np.array(y.shape), y, np.frombuffer(y.dtype.str.encode(), np.uint8)):
+        digest.update(part.tobytes())
+    key = digest.digest()
+    with _fits_lock:
+        if key in _fits:
+            _fits.move_to_end(key)
+            return _fits[key]
+    est = SVMSelector(C_grid=(1.0,), gamma_grid=("scale",), max_fit=FULL_SET_MAX_FIT, max_support_vectors=None).fit(X, y)
+    with _fits_lock:
+        _fits[key] = est
+        while len(_fits) > FIT_CACHE:
+            _fits.popitem(last=False)
+    return est

@@ -201,11 +201,15 @@ def cv_dfs(prep: Prepared, candidates=None, max_size: int = 3, k: int = 1, selec
     # out): a subset with it is the subset without it, counted twice
     cols = varying_columns(prep.D, prep.sources, cols) or cols[:1]
     cand = subsets_upto(cols, min(max_size, len(cols)))
-    jobs = (delayed(_score_all)(prep, t, cand, lam, groups) for t in prep.sources)
-    streams = getattr(get_active_backend()[0], "supports_return_generator", False)   # Ray's does not
-    rows = list(progress_bar(Parallel(n_jobs=n_jobs, prefer="threads", return_as="generator" if streams else "list")(jobs),
-                             total=len(prep.sources), desc="CV-DFS", unit="source", enabled=progress))
-    S = np.array(rows)                              # (temporary targets, subsets)
+    # the scores do not depend on the selection: a second search of the same prep reads them back
+    key = (tuple(cand), lam, None if groups is None else tuple(sorted(groups.items())))
+    if key not in prep.searched:
+        jobs = (delayed(_score_all)(prep, t, cand, lam, groups) for t in prep.sources)
+        streams = getattr(get_active_backend()[0], "supports_return_generator", False)   # Ray's does not
+        rows = list(progress_bar(Parallel(n_jobs=n_jobs, prefer="threads", return_as="generator" if streams else "list")(jobs),
+                                 total=len(prep.sources), desc="CV-DFS", unit="source", enabled=progress))
+        prep.searched[key] = np.array(rows)         # (temporary targets, subsets)
+    S = prep.searched[key]
     best = S.argmax(axis=1)                         # first best: the smallest subset on ties
     freq = Counter(c for j in best for c in cand[j])
     n_ensemble = n_ensemble or max(1, int(np.ceil(ensemble_fraction * len(cand))))

@@ -1,7 +1,7 @@
 """The transformed arrays every cross-device method shares, computed once per split."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -77,6 +77,7 @@ class Prepared:
     grid: KronKRRGrid
     ran: dict                     # per source, which training inputs it timed (the others are filled in)
     filled_labels: dict           # per source, its fastest variant per training input, filled in where not timed
+    searched: dict = field(default_factory=dict, repr=False)   # CV-DFS's score matrices by search settings
 
     def labels(self, source: int) -> np.ndarray:
         """``source``'s fastest variant on each training input: measured where it timed the

@@ -79,6 +79,31 @@ def test_cv_dfs_recovers_the_planted_feature(selection):
     assert min(r.scores.values()) > 0.9
 
 
+def test_a_second_search_of_one_prep_and_a_refit_of_the_same_rows_give_what_a_fresh_one_gives(monkeypatch):
+    """`nitro evaluate` runs both selections on one prep, and fits the same held-out full-set SVMs
+    for target t / source s and for target s / source t: both are read back, not redone."""
+    import nitro.transfer.baselines as baselines
+    data = TransferData.from_measurements(planted())
+    monkeypatch.setattr(baselines, "_fits", type(baselines._fits)())
+    fits = []
+    monkeypatch.setattr(baselines.SVMSelector, "fit", lambda self, X, y, _fit=baselines.SVMSelector.fit:
+                        fits.append(len(X)) or _fit(self, X, y))
+    prep = Prepared.build(data, list(range(7)), np.arange(len(data.inputs)))
+    first = cv_dfs(prep, max_size=2, progress=False)
+    assert len(fits) == 7 and len(prep.searched) == 1     # one SVM per held-out source
+    again = cv_dfs(prep, max_size=2, selection="frequency", k=2, progress=False)
+    assert len(fits) == 7 and len(prep.searched) == 1     # the scores and the SVMs read back
+    fresh = cv_dfs(Prepared.build(data, list(range(7)), np.arange(len(data.inputs))), max_size=2,
+                   selection="frequency", k=2, progress=False)
+    assert again.features == fresh.features and again.held_out == fresh.held_out
+    assert first.held_out.keys() == again.held_out.keys()
+    other = Prepared.build(data, [0, 1, 2, 3, 4, 5], np.arange(len(data.inputs)), extra_devices=[6])
+    baselines.full_set_svm_choices(data, [1, 2, 3, 4, 5], other.train, 0, other.train)
+    assert len(fits) == 8             # sources 1-5 were not fitted together before
+    baselines.full_set_svm_choices(data, [1, 2, 3, 4, 5], other.train, 6, other.train)
+    assert len(fits) == 8             # the same rows for another device: the same SVM
+
+
 def test_select_subsets_by_mean_score_or_by_the_features_of_each_best_subset():
     from nitro.transfer.cvdfs import select_subsets
     cand = [(0,), (1,), (2,), (0, 1)]
