@@ -119,6 +119,17 @@ class TrainingRow:
                 best, fastest = v, t
         return best
 
+    def over(self, stored: "TrainingRow | None") -> "TrainingRow":
+        """This row written over ``stored`` (the same input's stored row, or None): each variant
+        this row has no time or failure for keeps the stored one, so that what another process
+        measured of the same input is not lost."""
+        if stored is None:
+            return self
+        keep = [v for v in stored.times.keys() | stored.failed.keys()
+                if self.times.get(v) is None and v not in self.failed]
+        return TrainingRow(self.input_id, self.features, {**self.times, **{v: stored.times.get(v) for v in keep}},
+                           {**self.failed, **{v: stored.failed[v] for v in keep if v in stored.failed}})
+
     def time_vector(self, variants: Sequence[str]) -> list[float]:
         """Seconds of each of ``variants``, NaN where it failed, was skipped or is unknown."""
         return [math.nan if self.times.get(v) is None else self.times[v] for v in variants]

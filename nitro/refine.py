@@ -317,7 +317,7 @@ def _check_types(computation: str, store, refit, **options) -> None:
     if isinstance(store, str):
         if urlsplit(store).scheme not in STORE_SCHEMES:
             raise ValueError(f"{computation}: store {store!r} is not a Redis URL ({', '.join(s + '://' for s in STORE_SCHEMES)})")
-    elif store is not None and not callable(getattr(store, "put_row", None)):
+    elif store is not None and not callable(getattr(store, "merge_rows", None)):
         raise TypeError(f"{computation}: store is a nitro Store or a Redis URL, got {store!r}")
 
 
@@ -861,16 +861,18 @@ class Refiner:
         return self._store
 
     def _put(self, store, row: TrainingRow) -> None:
-        """Write one row; a store that lost the computation (restarted without its data, or a
-        computation removed) has it declared again, once, and the row written then."""
+        """Write one row over the stored one (:meth:`TrainingRow.over`: the times another process,
+        or this one before a restart, stored for other variants of the input are kept); a store
+        that lost the computation (restarted without its data, or a computation removed) has it
+        declared again, once, and the row written then."""
         from .store import StoreError
         try:
-            store.put_row(self.computation, self.device_id, row)
+            store.merge_rows(self.computation, self.device_id, [row], TrainingRow.over)
         except StoreError as exc:
             if "unknown computation" not in str(exc):
                 raise
             store.declare(self.computation, self._dispatcher.variants, self._dispatcher.features)
-            store.put_row(self.computation, self.device_id, row)
+            store.merge_rows(self.computation, self.device_id, [row], TrainingRow.over)
 
     def _write_loop(self):
         store = None

@@ -12,6 +12,7 @@ import pytest
 
 from nitro import SelectorModel, code_variant
 from nitro.dispatch import Dispatcher
+from nitro.measurement import TrainingRow
 from nitro.refine import Refiner, default_refit, feature_id
 
 VARIANTS = ["a", "b", "c"]
@@ -197,6 +198,27 @@ def test_rows_reach_a_real_store_in_the_background(store):
         timed = [v for v, t in r.times.items() if t is not None]
         assert len(timed) >= 2 and all(r.times[v] >= 0 for v in timed)
         assert set(r.times) <= set(VARIANTS)
+
+
+def test_rows_are_written_over_the_stored_ones_keeping_what_others_timed(store):
+    # another process (or this one before a restart) stored a time or a failure for each input
+    store.declare("refined-merge", VARIANTS, ["x"])
+    store.put_rows("refined-merge", "here", [TrainingRow(feature_id([float(x)]), {"x": float(x)},
+                                                         {"a": None, "b": None, "c": 123.0}, {"a": "wrong result"})
+                                             for x in XS[:40]])
+    ran = []
+    cv = make_cv(ran, name="refined-merge")
+    refiner = cv.refine(store=store, device_id="here", budget=1.0, time_budget=None, quantile=1.0,
+                        refit_every=10_000, candidates=2)
+    for x in XS[:40]:
+        cv(float(x))
+    assert refiner.wait(30)
+    assert refiner.stop()["rows_written"] > 0
+    for r in store.rows("refined-merge", "here"):
+        new = [v for v, t in r.times.items() if t is not None and t != 123.0]
+        assert new, r                                   # this process's times are written
+        assert r.times["c"] == 123.0 or "c" in new      # the stored ones it did not time are kept
+        assert r.failed.get("a") == "wrong result" or "a" in new
 
 
 def _closed_port() -> int:
