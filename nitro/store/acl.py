@@ -3,8 +3,9 @@ each limited to nitro's keys: ``READER`` lists, exports and tunes without writin
 adds training rows, device records and profiles, but can neither delete nor write a model;
 ``OWNER`` does everything nitro does (models, removing computations), and nothing dangerous.
 
-Each is a tuple of ``ACL SETUSER`` arguments to follow ``ACL SETUSER <user> on >PASSWORD``; on
-a Redis Cluster, run it on every node (ACL users are per node)."""
+Each is a tuple of ``ACL SETUSER`` arguments to follow ``ACL SETUSER <user> on >PASSWORD`` (or,
+in an ``aclfile``, ``user <user> on >PASSWORD``: :func:`aclfile_line`); on a Redis Cluster, run it
+on every node (ACL users are per node)."""
 from __future__ import annotations
 
 _BASE = ("resetkeys", "resetchannels", "-@all", "+@read", "+@connection", "-@dangerous",
@@ -23,7 +24,12 @@ RECORDER = (*_BASE, "+hset", "+hsetnx", "+sadd", "+setnx", "+multi", "+exec", "+
             "(+del ~nitro:device:*)")    # replacing a device's feature record deletes it first (any
                                          # device's: a key pattern cannot tell the recorder's own)
 
-OWNER = (*_BASE, "+@write", "+@transaction", "-@dangerous", "~nitro:*")
+OWNER = (*_BASE, "+@write", "+@transaction", "-@dangerous", "-function", "~nitro:*")   # FUNCTION FLUSH is @write
+
+
+def aclfile_line(user: str, rules: tuple) -> str:
+    """``rules`` as a line of a Redis ``aclfile`` (``user NAME on >PASSWORD ...``: selectors unquoted)."""
+    return f"user {user} on >PASSWORD {' '.join(rules)}"
 
 RULES = {"reader": READER, "recorder": RECORDER, "owner": OWNER}
 

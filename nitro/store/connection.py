@@ -74,9 +74,15 @@ def url_problem(url: str) -> str | None:
 def _connect_hint(exc: Exception, url: str) -> str:
     """What to do about a failed connection, for the common causes."""
     text = str(exc)
+    scheme = "rediss" if url.startswith("rediss://") else "redis"
     if "HELLO must be called with the client already authenticated" in text or "NOAUTH" in text \
             or "Authentication required" in text:
-        return "; the server asks for a password: give it in the URL (redis://:PASSWORD@host:port/db)"
+        return f"; the server asks for a password: give it in the URL ({scheme}://:PASSWORD@host:port/db)"
+    if isinstance(exc, redis.AuthenticationError) or "WRONGPASS" in text or "invalid username-password" in text:
+        return "; the server refused the user name or password the URL gives"
+    if "CERTIFICATE_VERIFY_FAILED" in text:
+        return ("; the server speaks TLS, but its certificate is not trusted here: give its CA in the URL "
+                "(?ssl_ca_certs=/path/ca.pem)")
     unknown = re.search(r"unexpected keyword argument '([^']+)'", text)
     if unknown:
         return f"; the URL option {unknown.group(1)!r} is not one redis-py knows"

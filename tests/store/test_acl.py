@@ -16,7 +16,7 @@ from nitro import TimingPolicy, autotuner, code_variant
 from nitro.measurement import TrainingRow
 from nitro.record import record_family
 from nitro.store import Store, StoreError, keys
-from nitro.store.acl import RULES
+from nitro.store.acl import RULES, aclfile_line
 from nitro.store.csv_io import export_computation
 from nitro.transfer.tune import tune_from_source
 
@@ -178,3 +178,15 @@ def test_the_readme_gives_these_rules():
     for user, rules in RULES.items():
         line = " ".join(f'"{r}"' if " " in r else r for r in rules)     # as typed in redis-cli
         assert f"ACL SETUSER {user} on >PASSWORD {line}" in readme, user
+        assert aclfile_line(user, rules) in readme, user
+
+
+def test_the_aclfile_form_loads_and_the_owner_cannot_flush_functions(redis_server, tmp_path):
+    acl = tmp_path / "users.acl"
+    acl.write_text("".join(aclfile_line(user, rules).replace(">PASSWORD", f">{PASSWORDS[user]}") + "\n"
+                           for user, rules in RULES.items()) + "user default on nopass ~* &* +@all\n")
+    server = redis_server(args=["--aclfile", str(acl)])
+    assert {"reader", "recorder", "owner"} <= set(server.client().acl_users())
+    owner = redis.Redis(port=server.port, username="owner", password=PASSWORDS["owner"])
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        owner.execute_command("FUNCTION", "FLUSH")

@@ -152,6 +152,7 @@ def test_connection_mistakes_are_named_with_what_to_do(redis_server, tmp_path):
     import threading
     server = redis_server(password=PASSWORD)
     cases = [(f"redis://127.0.0.1:{server.port}/0", "the server asks for a password: give it in the URL"),
+             (f"redis://:wrong@127.0.0.1:{server.port}/0", "the server refused the user name or password the URL gives"),
              (f"redis://:{QUOTED}@127.0.0.1:{server.port}/0?protocl=3", "the URL option 'protocl' is not one"),
              (f"redis://:{QUOTED}@127.0.0.1:{server.port}/abc", "the database of a store URL is a number"),
              (f"rediss://:{QUOTED}@127.0.0.1:{server.port}/0?ssl_ca_certs={tmp_path}/none.pem",
@@ -238,7 +239,10 @@ def test_tls_with_a_password(redis_server, tls_files, caplog):
         with pytest.raises(StoreError, match=f"store .*127.0.0.1:{server.port}/0 does not answer") as err:
             Store(bad)
         messages.append(str(err.value))
-    assert "certificate verify failed" in messages[1]
+    assert "certificate verify failed" in messages[1] and "give its CA in the URL (?ssl_ca_certs=" in messages[1]
+    with pytest.raises(StoreError, match="refused the user name or password") as err:     # not "does it speak TLS?"
+        Store(f"rediss://:wrong@127.0.0.1:{server.port}/0?ssl_ca_certs={tls_files['ca']}")
+    assert "listen for TLS" not in str(err.value)
     for text in messages + [repr(store), caplog.text]:
         assert PASSWORD not in text and QUOTED not in text
 
