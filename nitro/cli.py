@@ -32,19 +32,22 @@ def cmd_store_ls(args):
     store = _store(args)
     out = {}
     broken = {}
+    with_models = store.models_by_computation()
     for comp in store.computations():
-        meta = store.meta(comp, missing_ok=True)
-        if meta is None:               # its declaration is gone (a server that evicts keys when full)
-            broken[comp] = f"its declaration is missing: nitro store rm {comp} --yes removes what is left"
-            continue
-        devices = store.devices(comp)
-        models = {}
-        for d in store.model_devices(comp):
-            model = store.model(comp, d)
-            if model is not None:
-                models[d] = model.get("provenance", {}).get("method") or model.get("kind", "?")
-        out[comp] = {"variants": meta["variants"], "features": meta["features"],
-                     "devices": {d: len(store.recorded_inputs(comp, d)) for d in devices}, "models": models}
+        try:
+            meta = store.meta(comp, missing_ok=True)
+            if meta is None:               # its declaration is gone (a server that evicts keys when full)
+                broken[comp] = f"its declaration is missing: nitro store rm {comp} --yes removes what is left"
+                continue
+            models = {}
+            for d in with_models.get(comp, []):
+                model = store.model(comp, d)
+                if model is not None:
+                    models[d] = model.get("provenance", {}).get("method") or model.get("kind", "?")
+            out[comp] = {"variants": meta["variants"], "features": meta["features"],
+                         "devices": {d: store.row_count(comp, d) for d in store.devices(comp)}, "models": models}
+        except StoreError as exc:          # one unreadable computation does not hide the others
+            broken[comp] = f"cannot be read ({exc}): nitro store rm {comp} --yes removes it"
     lines = [f"{repr(store)}: {len(out) + len(broken)} computation(s)"]
     for comp, info in out.items():
         lines.append(f"{comp}: {len(info['variants'])} variants, features {', '.join(info['features'])}")
@@ -73,14 +76,17 @@ def cmd_store_import(args):
 
 def cmd_store_rm(args):
     store, name = _store(args), args.computation
-    meta = store.meta(name, missing_ok=True)
+    try:
+        meta = store.meta(name, missing_ok=True)
+        rows = {d: store.row_count(name, d) for d in store.devices(name)} if meta else {}
+    except StoreError:                           # a malformed declaration or key: removed as what is left
+        meta, rows = None, {}
     found = store.computation_keys(name)
     if meta is None and not found and name not in store.computations():
         store.meta(name)                         # an unknown computation: the error naming the known ones
-    rows = {d: len(store.recorded_inputs(name, d)) for d in store.devices(name)} if meta else {}
     models = len(store.model_devices(name, found))
     what = f"{sum(rows.values())} rows on {len(rows)} devices, {models} model{'s' * (models != 1)}" if meta else \
-        f"{len(found)} keys left without its declaration"
+        f"{len(found)} keys left without a readable declaration"
     if not args.yes:
         variants = f" (variants {', '.join(meta['variants'])})" if meta else ""
         raise ValueError(f"{name!r} holds {what}{variants}: export it first if it may be needed again "

@@ -61,7 +61,19 @@ def test_store_rm_says_what_it_would_remove_and_removes_only_with_yes(capsys, tm
     listing = capsys.readouterr().out
     assert "whole: " in listing and "evicted: its declaration is missing: nitro store rm evicted --yes" in listing
     assert main(["store", "rm", "evicted", "--yes"]) == 0
-    assert "keys left without its declaration" in capsys.readouterr().out and store.computation_keys("evicted") == []
+    assert "keys left without a readable declaration" in capsys.readouterr().out and store.computation_keys("evicted") == []
+    for name in ("garbled", "wrongtype"):
+        assert main(["store", "import", syn, name]) == 0
+    store.client.hset(keys.meta("garbled"), "variants", "[not json")       # one unreadable computation
+    store.client.delete(keys.rows("wrongtype", "synthetic_alpha_0"))
+    store.client.lpush(keys.rows("wrongtype", "synthetic_alpha_0"), "x")    # a key of another type
+    capsys.readouterr()
+    assert main(["store", "ls"]) == 0              # the others are still listed, each broken one named
+    listing = capsys.readouterr().out
+    assert "whole: " in listing and "garbled: cannot be read (malformed metadata" in listing
+    assert "wrongtype: cannot be read (" in listing
+    for name in ("garbled", "wrongtype"):
+        assert main(["store", "rm", name, "--yes"]) == 0 and store.computation_keys(name) == []
     assert main(["store", "rm", "whole", "--yes"]) == 0
 
 

@@ -318,6 +318,10 @@ class Store:
     def recorded_inputs(self, computation: str, device_id: str) -> set[str]:
         return {f.decode() for f in self._call(self.client.hkeys, keys.rows(computation, device_id))}
 
+    def row_count(self, computation: str, device_id: str) -> int:
+        """How many inputs the device has a row of (without reading them)."""
+        return self._call(self.client.hlen, keys.rows(computation, device_id))
+
     def devices(self, computation: str) -> list[str]:
         """Devices holding training rows of ``computation``."""
         self.meta(computation)
@@ -422,6 +426,19 @@ class Store:
         found by SCAN: a model of a device without rows (a transfer target) included."""
         found = self._call(lambda: list(self.client.scan_iter(match=keys.of_computation(computation), count=1000)))
         return sorted(k.decode() if isinstance(k, bytes) else k for k in found)
+
+    def models_by_computation(self) -> dict[str, list[str]]:
+        """``{computation: devices with a stored model}`` for every computation, by one SCAN of
+        the model keys (a SCAN per computation walked a shared server's whole keyspace each time)."""
+        from urllib.parse import unquote
+        found = self._call(lambda: list(self.client.scan_iter(match=keys.model("*", "*").replace("%2A", "*"),
+                                                                count=1000)))
+        out: dict[str, list[str]] = {}
+        for k in found:
+            k = k.decode() if isinstance(k, bytes) else k
+            comp, _, device = k[len(keys.PREFIX) + 2:].partition("}:model:")   # escaped names hold no '}' or ':'
+            out.setdefault(unquote(comp), []).append(unquote(device))
+        return {c: sorted(d) for c, d in out.items()}
 
     def model_devices(self, computation: str, found: list[str] | None = None) -> list[str]:
         """Devices with a stored model of ``computation``, rows or not (a transfer target);

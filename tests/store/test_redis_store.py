@@ -163,3 +163,13 @@ def test_declared_names_are_lists_of_distinct_names(store):
         with pytest.raises(error, match=message):
             store.declare("x", variants, features)
     assert store.computations() == []
+
+
+def test_models_by_computation_finds_every_stored_model_in_one_scan(store):
+    model = {"format": 1, "kind": "constant", "variants": ["a"], "input_features": ["n"], "params": {"label": 0}}
+    for comp, device in (("plain", "d1"), ("plain", "gpu:0"), ("odd:na*me{x}", "d%2A}"), ("ünï", "d1")):
+        store.declare(comp, ["a"], ["n"])
+        store.put_model(comp, device, model)
+    store.declare("no-model", ["a"], ["n"])
+    assert store.models_by_computation() == {"plain": ["d1", "gpu:0"], "odd:na*me{x}": ["d%2A}"], "ünï": ["d1"]}
+    assert all(store.models_by_computation()[c] == store.model_devices(c) for c in ("plain", "odd:na*me{x}", "ünï"))
