@@ -379,6 +379,12 @@ def unlisted_inputs_note(count: int, example: str | None) -> list[str]:
              "measurements are left out"] if count else [])
 
 
+def unmeasured_inputs_note(count: int, example: str | None) -> list[str]:
+    """The note on inputs that ``inputs.csv`` lists but no measurement names."""
+    return ([f"{count} inputs listed in inputs have no measurement (such as {example!r}): left out"]
+            if count else [])
+
+
 def repeated_note(cells: int, most: int) -> list[str]:
     """The note on measurements given more than once for one device, input and variant."""
     return ([f"{cells} device/input/variant triples are timed on more than one row (up to {most}): "
@@ -430,7 +436,9 @@ def load_dataset_dir(directory) -> Measurements:
     empty = empty[:, [values.columns.get_loc(c) for c in kept]]
     bad = empty.any(axis=1)
     notes += dropped_inputs_note(kept, empty.sum(axis=0), int(bad.sum()), len(values))
-    notes += unread + unlisted_inputs_note(len(unlisted), min(unlisted) if len(unlisted) else None) + unnamed_note(unnamed)
+    unmeasured = inputs.index.difference(meas["input"].unique())
+    notes += unread + unlisted_inputs_note(len(unlisted), min(unlisted) if len(unlisted) else None)
+    notes += unmeasured_inputs_note(len(unmeasured), min(unmeasured) if len(unmeasured) else None) + unnamed_note(unnamed)
     counts = counts[counts.index.get_level_values("input").isin(values.index[~bad])]    # the others: noted above
     notes += dropped.notes() + repeated_note(int((counts > 1).sum()), int(counts.max()) if len(counts) else 0)
     inputs = values.loc[~bad, kept]

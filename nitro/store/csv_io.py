@@ -24,8 +24,8 @@ import pandas as pd
 from ..dataset import (ERROR_COLUMN, FEATURE_COLUMNS, MEASUREMENT_COLUMNS, DroppedTimes, check_measurement_columns,
                        csv_path, dataset_dir, dataset_files, device_feature_names, dropped_inputs_note, failed_runs,
                        input_columns, load_devices, load_feature_provenance, read_csv_chunks, refuse_to_overwrite,
-                       repeated_note, run_times, text_examples, unlisted_inputs_note, unnamed_note,
-                       unread_columns_note)
+                       repeated_note, run_times, text_examples, unlisted_inputs_note, unmeasured_inputs_note,
+                       unnamed_note, unread_columns_note)
 from ..measurement import TrainingRow
 from .redis_store import Store
 
@@ -155,6 +155,10 @@ def import_computation(store: Store, computation: str, directory, variants=None,
             variants = stored["variants"]     # a device that never timed some variant joins the computation
         if stored and not features and set(stored["features"]) <= set(columns):
             features = stored["features"]
+            extra = [c for c in columns if c not in features]
+            if extra:       # the stored computation's features are its models' inputs: no new one joins
+                notes.append(f"{directory}/inputs: columns {extra} are not features of the stored computation "
+                             f"{computation!r} ({features}): not read")
         untimed = [v for v in variants or () if v not in found and v not in (stored or {}).get("variants", ())]
         if untimed:     # a variant that failed everywhere joins so; a misspelt one must not join unsaid
             comma = any("," in v for v in found)     # a name the command line split at its comma
@@ -413,6 +417,8 @@ def _spool_inputs(db: sqlite3.Connection, directory: Path) -> tuple[dict[str, st
         raise ValueError(f"{path}: no input")
     unlisted, example = db.execute("SELECT COUNT(DISTINCT input), MIN(input) FROM meas WHERE input NOT IN "
                                    "(SELECT input FROM inputs)").fetchone()
+    unmeasured = db.execute("SELECT COUNT(*), MIN(input) FROM inputs WHERE input NOT IN "
+                            "(SELECT input FROM meas)").fetchone()
     kept, notes = input_columns(names, n, text, empty)
     cols = {name: f"f{names.index(name)}" for name in kept}
     if kept:
@@ -421,7 +427,7 @@ def _spool_inputs(db: sqlite3.Connection, directory: Path) -> tuple[dict[str, st
                                        f"TOTAL({incomplete}) FROM inputs").fetchone()
         notes += dropped_inputs_note(kept, missing, int(dropped), n)
         db.execute(f"DELETE FROM inputs WHERE {incomplete}")
-    return cols, notes + unlisted_inputs_note(unlisted, example)
+    return cols, notes + unlisted_inputs_note(unlisted, example) + unmeasured_inputs_note(*unmeasured)
 
 
 def _repeated(db: sqlite3.Connection, ids: pd.Series) -> str:

@@ -503,3 +503,27 @@ def test_an_updated_value_takes_its_own_unit_and_a_unit_alone_differing_is_a_dif
     assert store.device("g")["clock"]["unit"] == "MHz"
     import_computation(store, "u", directory("ghz", 1.2, "GHz"), update_devices=True)
     assert store.device("g")["clock"] == {"value": 1.2, "unit": "GHz", "source": "query"}    # not 1.2 MHz
+
+
+def test_a_column_the_stored_computation_lacks_is_noted_not_read(store, tmp_path):
+    store.declare("h", ["a"], ["N"])
+    store.put_rows("h", "d1", [TrainingRow("i0", {"N": 1.0}, {"a": 1.0}, {})])
+    export_computation(store, "h", tmp_path / "ds")
+    inputs = pd.read_csv(tmp_path / "ds" / "inputs.csv")
+    inputs["extra"] = 3.0
+    inputs.to_csv(tmp_path / "ds" / "inputs.csv", index=False)
+    notes = import_computation(store, "h", tmp_path / "ds")["notes"]
+    assert notes == [f"{tmp_path / 'ds'}/inputs: columns ['extra'] are not features of the stored computation 'h' "
+                     "(['N']): not read"]
+    assert store.meta("h")["features"] == ["N"]
+
+
+def test_an_input_no_measurement_names_is_noted_by_import_and_evaluate_alike(store, tmp_path):
+    d = tmp_path / "ds"
+    d.mkdir()
+    pd.DataFrame({"device": ["g"], "cores": [2]}).to_csv(d / "devices.csv", index=False)
+    pd.DataFrame({"input": ["i0", "i1", "lonely"], "N": [1.0, 2.0, 3.0]}).to_csv(d / "inputs.csv", index=False)
+    pd.DataFrame({"device": ["g"] * 2, "input": ["i0", "i1"], "variant": ["a"] * 2, "time_s": [1e-3, 2e-3]}).to_csv(
+        d / "measurements.csv", index=False)
+    note = "1 inputs listed in inputs have no measurement (such as 'lonely'): left out"
+    assert load_dataset_dir(d).notes == [note] == import_computation(store, "lone", d)["notes"]
