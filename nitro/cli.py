@@ -117,7 +117,7 @@ def cmd_bundle_build(args):
                                        "default, which C++ headers exported from the bundle fall back to)")
     left = (f"\nleft out the store's models of {', '.join(left_out)} (devices without rows): add them with "
             f"--devices {','.join(sorted(bundle.devices) + left_out)}" if left_out else "")
-    _emit(args, result, f"wrote {path} ({result['bytes']:,} bytes): models of {len(bundle.devices)} devices"
+    _emit(args, result, f"wrote {path} ({result['bytes']:,} bytes): models of {len(bundle.devices)} device{'s' * (len(bundle.devices) != 1)}"
                         f"{stored}{fitted}; transfer blocks "
                         f"{', '.join(f'{k} ({len(v)} sources)' for k, v in result['transfer_blocks'].items()) or 'none'}"
                         f"; default {bundle.default}{default}{left}")
@@ -131,7 +131,8 @@ def cmd_bundle_show(args):
            "transfer_blocks": {k: b.sources for k, b in bundle.transfer.items()}, "this_device": info,
            "model": model.kind if model else None}
     _emit(args, out, f"{bundle.computation}: models of {', '.join(out['devices'])}; default {bundle.default}\n"
-                     f"on {info['device']}: {info['path']}" + (f" ({model.kind} model)" if model else ""))
+                     f"on {info['device']}: {info['path']}" + (f" ({model.kind} model)" if model else "")
+                     + (f" ({info['reason']})" if info.get("reason") else ""))
 
 
 def _model_file(path: str):
@@ -168,7 +169,7 @@ def cmd_export_cpp(args):
     path = write_header(bundle, args.output, args.namespace)
     result = {"file": str(path), "bytes": path.stat().st_size,
               "models": {d: e["model"].kind for d, e in bundle.devices.items()}, "default": bundle.default}
-    _emit(args, result, f"wrote {path} ({result['bytes']:,} bytes): models of {len(bundle.devices)} devices "
+    _emit(args, result, f"wrote {path} ({result['bytes']:,} bytes): models of {len(bundle.devices)} device{'s' * (len(bundle.devices) != 1)} "
                         f"({', '.join(f'{d}: {k}' for d, k in result['models'].items())}); default {bundle.default}"
                         + ("" if args.default else " (the bundle's)" if args.bundle else
                            " (the store's first variant: pass --default with your code variant's own default "

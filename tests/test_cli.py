@@ -272,3 +272,21 @@ def test_a_variant_name_holding_a_comma_is_named_with_csv_quoting(capsys, tmp_pa
     assert "variants ['csr', 'merge'] have no valid time" in capsys.readouterr().out     # unquoted: two names
     assert main(["evaluate", syn, "--variants", f"csr,merge,{VARIANTS[1]}"]) == 2
     assert "unknown variants ['csr', 'merge']" in capsys.readouterr().err
+
+
+def test_bundle_build_and_show_say_which_model_a_device_gets_and_why(capsys, tmp_path):
+    from nitro.synthetic import generate
+    syn = generate(tmp_path / "syn", n_inputs=20, n_devices=4)["directory"]
+    assert main(["store", "import", syn, "shown"]) == 0
+    out = tmp_path / "b.json"
+    capsys.readouterr()
+    assert main(["bundle", "build", "shown", "-o", str(out), "--devices", "synthetic_alpha_0"]) == 0
+    built = capsys.readouterr().out
+    assert "models of 1 device;" in built and "pass --default" in built
+    assert main(["bundle", "show", str(out), "--device", "synthetic_alpha_0"]) == 0
+    assert "on synthetic_alpha_0: exact (svc model)" in capsys.readouterr().out
+    assert main(["bundle", "show", str(out), "--device", "elsewhere"]) == 0
+    shown = capsys.readouterr().out
+    assert "on elsewhere: default (" in shown, shown          # the reason, as --json gives it
+    assert main(["bundle", "show", str(out), "--device", "elsewhere", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["this_device"]["reason"] in shown
