@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 from .search import EarlyStopping
-from .store import Store, StoreError
+from .store import Store, StoreError, StorePermissionError
 
 
 def _store(args) -> Store:
@@ -372,12 +372,17 @@ def cmd_tune_from_source(args):
     target_features = _features_file(args.target_features) if args.target_features else None
     store = _store(args)
     meta = store.meta(args.computation)
-    model = tune_from_source(store, args.computation, meta["variants"], meta["features"],
-                             sources=_split(args.sources), target=args.target, target_features=target_features,
-                             profiling_based_dfs=args.p_dfs, search_based_dfs=args.cv_dfs, k=args.k,
-                             max_subset_size=args.max_subset_size, selection=args.selection,
-                             n_jobs=args.n_jobs, progress=not args.json, keep_variants=_split(args.variants),
-                             target_budget=args.target_budget, save=args.output is None, time_weight=args.time_weight)
+    try:
+        model = tune_from_source(store, args.computation, meta["variants"], meta["features"],
+                                 sources=_split(args.sources), target=args.target, target_features=target_features,
+                                 profiling_based_dfs=args.p_dfs, search_based_dfs=args.cv_dfs, k=args.k,
+                                 max_subset_size=args.max_subset_size, selection=args.selection,
+                                 n_jobs=args.n_jobs, progress=not args.json, keep_variants=_split(args.variants),
+                                 target_budget=args.target_budget, save=args.output is None,
+                                 time_weight=args.time_weight)
+    except StorePermissionError as exc:      # a reader: the model was built, then refused
+        raise StorePermissionError(f"{exc}; nothing was stored: a user who may not store models keeps "
+                                   "the model in a file with --output FILE") from None
     if args.output:
         Path(args.output).write_text(json.dumps(model.to_dict()))
     lines = _transfer_lines(args.computation, model.provenance)

@@ -295,9 +295,19 @@ class Autotuner:
             model.provenance["timing"] = report
             cv.model = model
             if cv.record:
-                self.store.put_model(cv.name, cv.device_id or devices_mod.current_device_id(), model.to_dict())
+                self._put_model(cv, model)
             models.append(model)
         return models
+
+    def _put_model(self, cv: CodeVariant, model) -> None:
+        """Store the model; where the user may record rows but not store models (a recorder's
+        ACL), say so and keep it in use here: the rows, the costly part, are stored."""
+        from .store import StorePermissionError
+        try:
+            self.store.put_model(cv.name, cv.device_id or devices_mod.current_device_id(), model.to_dict())
+        except StorePermissionError as exc:
+            warnings.warn(f"{cv.name}: the model is in use here (cv.model) but not stored: {exc}", RuntimeWarning,
+                          stacklevel=3)
 
     def _earlier_report(self, cv: CodeVariant) -> dict | None:
         """The timing report of the on-device model this device has (stored, or installed), whose

@@ -1,5 +1,5 @@
 """Training data, device features, profiles and models in Redis (see :mod:`nitro.store.keys`)."""
-from .connection import StoreError, connect, default_data_dir
+from .connection import StoreError, StorePermissionError, connect, default_data_dir
 from .redis_store import Store
 
-__all__ = ["Store", "StoreError", "connect", "default_data_dir"]
+__all__ = ["Store", "StoreError", "StorePermissionError", "connect", "default_data_dir"]

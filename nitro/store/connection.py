@@ -22,6 +22,10 @@ class StoreError(RuntimeError):
     """The store cannot be reached or holds something nitro cannot use."""
 
 
+class StorePermissionError(StoreError):
+    """The store's server refused a command the user's ACL does not allow (a reader writing)."""
+
+
 def default_data_dir() -> Path:
     """Per-user data directory of the embedded store (``$NITRO_DATA_DIR`` overrides)."""
     if os.environ.get(ENV_DATA_DIR):

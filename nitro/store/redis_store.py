@@ -14,7 +14,7 @@ from redis.exceptions import NoPermissionError, RedisClusterException
 from ..measurement import TrainingRow
 from . import keys
 from .rowcodec import decode_rows, decoder_for, encode_rows
-from .connection import ENV_URL, StoreError, clean, connect, describe
+from .connection import ENV_URL, StoreError, StorePermissionError, clean, connect, describe
 
 
 # one encoder for every record but rows (nitro.store.rowcodec): finite numbers only
@@ -120,7 +120,7 @@ class Store:
     def _error(self, exc: Exception) -> StoreError:
         """A Redis error as one StoreError naming the store (never its password)."""
         if isinstance(exc, NoPermissionError):
-            return StoreError(f"store {self.name} refused: the user lacks a permission "
+            return StorePermissionError(f"store {self.name} refused: the user lacks a permission "
                               f"({clean(exc, self.url)}); connect as a user whose ACL allows it "
                               "(README, \"Access control\")")
         return StoreError(f"store {self.name} failed ({type(exc).__name__}: {clean(exc, self.url)}){_hint(exc)}")

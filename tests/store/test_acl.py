@@ -133,11 +133,13 @@ def test_recorder_records_rows_but_cannot_delete_or_write_models(users, caplog):
     messages = [repr(recorder)]
     for write in (lambda: recorder.put_model("toy", "dev1", {**MODEL, "params": {"label": 2}}),   # overwrite
                   lambda: recorder.put_model("inc", "dev", MODEL),                       # a new one
-                  lambda: tuner.tune([cv]),                                              # fits, then stores
                   lambda: recorder.drop_computation("toy")):
         with pytest.raises(StoreError, match="lacks a permission") as err:
             write()
         messages.append(str(err.value))
+    with pytest.warns(RuntimeWarning, match="in use here .cv.model. but not stored: .*lacks a permission") as warned:
+        assert tuner.tune([cv]) == [cv.model]          # fitted from the stored rows, kept, said so
+    messages += [str(w.message) for w in warned]
     for raw in (lambda c: c.delete(keys.rows("toy", "dev0")), lambda c: c.delete(keys.model("toy", "dev1")),
                 lambda c: c.hdel(keys.rows("toy", "dev0"), "in0"), lambda c: c.unlink(keys.meta("toy")),
                 lambda c: c.hset(keys.model("inc", "dev"), "x", "1"), lambda c: c.flushall()):
@@ -169,6 +171,8 @@ def test_the_cli_never_prints_a_password(users, tmp_path):
     args = ("tune-from-source", "toy", "--store", users.url("reader"), "--target", "dev0", "--max-subset-size", "1")
     refused = nitro(*args)
     assert refused.returncode == 2 and "lacks a permission" in refused.stderr, refused.stderr
+    assert "nothing was stored: a user who may not store models keeps the model in a file with --output FILE" \
+        in refused.stderr
     kept = nitro(*args, "--output", str(tmp_path / "model.json"))
     assert kept.returncode == 0 and json.loads((tmp_path / "model.json").read_text())["provenance"]["target"] == "dev0"
 
