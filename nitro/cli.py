@@ -10,11 +10,11 @@ import sys
 import threading
 from pathlib import Path
 
-from .search import EarlyStopping
-from .store import Store, StoreError, StorePermissionError
+from .store.errors import StoreError, StorePermissionError
 
 
 def _store(args) -> Store:
+    from .store import Store
     return Store(args.store)
 
 
@@ -198,7 +198,7 @@ def cmd_bench_noise(args):
 def cmd_bench_training(args):
     from .bench.training import bench_training, format_training
     result = bench_training(args.family, args.train, args.test, args.seed, budget=args.budget,
-                            early_stopping=EarlyStopping(epsilon=args.epsilon, alpha=args.alpha, race=args.race),
+                            early_stopping=_early_stopping(args.epsilon, args.alpha, args.race),
                             repeats=args.repeats)
     _emit(args, result, format_training(result))
 
@@ -761,10 +761,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=_at_least(0), default=0, help="first train/test draw")
     p.add_argument("--repeats", type=int, default=3, help="independent train/test draws (default 3)")
     p.add_argument("--budget", type=float, default=0.75, help="fraction of training inputs to measure (default 0.75)")
-    stop = EarlyStopping()
-    p.add_argument("--epsilon", type=float, default=stop.epsilon, help="early stopping: tolerated distance to the best")
-    p.add_argument("--alpha", type=float, default=stop.alpha, help="early stopping: tolerated probability of missing it")
-    p.add_argument("--race", type=float, default=stop.race, help="stop repeating a variant this much slower than the best")
+    p.add_argument("--epsilon", type=float, help="early stopping: tolerated distance to the best (default: EarlyStopping's)")
+    p.add_argument("--alpha", type=float, help="early stopping: tolerated probability of missing it (default: EarlyStopping's)")
+    p.add_argument("--race", type=float, help="stop repeating a variant this much slower than the best "
+                                              "(default: EarlyStopping's)")
     p.set_defaults(func=cmd_bench_training)
     p = bench.add_parser("noise", parents=[common],
                          help="histogram tuned without and with a busy loop on the other core(s): quality, label agreement")
@@ -855,11 +855,25 @@ def main(argv=None) -> int:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+def _early_stopping(epsilon=None, alpha=None, race=None):
+    """:class:`nitro.search.EarlyStopping` with the options given (None: its default)."""
+    from .search import EarlyStopping
+    return EarlyStopping(**{k: v for k, v in (("epsilon", epsilon), ("alpha", alpha), ("race", race)) if v is not None})
+
+
 def _run(args) -> int:
     try:
-        from .parallel import parallel_backend
-        with parallel_backend(getattr(args, "backend", None), address=getattr(args, "backend_address", None)):
-            args.func(args)
+        backend, address = getattr(args, "backend", None), getattr(args, "backend_address", None)
+        if backend is None and address is None:
+            args.func(args)             # joblib's own choice (and no joblib import for the light commands)
+        else:
+            from .parallel import parallel_backend
+            with parallel_backend(backend, address=address):
+                args.func(args)
+    except ModuleNotFoundError as exc:   # a run-time-only install (pip install --no-deps): a tuning command
+        print(f"nitro: error: this command needs the package {exc.name!r}, which is not installed here "
+              "(a run-time-only install has none of the tuning side's packages)", file=sys.stderr)
+        return 2
     except KeyboardInterrupt as exc:
         print(f"nitro: {'terminated' if isinstance(exc, Terminated) else 'interrupted'}", file=sys.stderr)
         return 143 if isinstance(exc, Terminated) else 130

@@ -65,3 +65,29 @@ def test_tuning_names_load_lazily_from_nitro():
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["False", "True", "nitro.store.redis_store"]
+
+
+# the heavy packages made unimportable, as in an install of nitro alone (pip install --no-deps)
+WITHOUT_HEAVY = """
+import sys
+class Absent:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in %r:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, Absent())
+from nitro.cli import main
+sys.exit(main(sys.argv[1:]))
+""" % (HEAVY,)
+
+
+def test_bundle_show_runs_without_the_tuning_packages_and_the_others_say_what_they_lack(tmp_path):
+    model = SelectorModel(variants=["a", "b"], input_features=["n"], kind="constant", params={"label": 1})
+    path = Bundle.build("toy", ["a", "b"], ["n"], "a", {"dev1": model}).save(tmp_path / "toy.json")
+    env = {"PATH": "/usr/bin:/bin", "NITRO_DATA_DIR": str(tmp_path)}
+    shown = subprocess.run([sys.executable, "-c", WITHOUT_HEAVY, "bundle", "show", str(path), "--device", "dev1"],
+                           capture_output=True, text=True, timeout=60, env=env)
+    assert shown.returncode == 0 and "on dev1: exact (constant model)" in shown.stdout, shown.stderr
+    listed = subprocess.run([sys.executable, "-c", WITHOUT_HEAVY, "store", "ls"], capture_output=True, text=True,
+                            timeout=60, env=env)
+    assert listed.returncode == 2 and "nitro: error: this command needs the package 'redis'" in listed.stderr, \
+        listed.stderr

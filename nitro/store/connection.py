@@ -13,17 +13,12 @@ from redis.exceptions import RedisClusterException
 from redis.retry import Retry
 
 from .cluster import cluster_client, cluster_name, is_cluster_url
+from .errors import StoreError
 
 ENV_URL = "NITRO_STORE"
 ENV_DATA_DIR = "NITRO_DATA_DIR"
 
 
-class StoreError(RuntimeError):
-    """The store cannot be reached or holds something nitro cannot use."""
-
-
-class StorePermissionError(StoreError):
-    """The store's server refused a command the user's ACL does not allow (a reader writing)."""
 
 
 def default_data_dir() -> Path:

@@ -14,7 +14,8 @@ from redis.exceptions import NoPermissionError, RedisClusterException
 from ..measurement import TrainingRow
 from . import keys
 from .rowcodec import decode_rows, decoder_for, encode_rows
-from .connection import ENV_URL, StoreError, StorePermissionError, clean, connect, describe
+from .connection import ENV_URL, clean, connect, describe
+from .errors import StoreError, StorePermissionError
 
 
 # one encoder for every record but rows (nitro.store.rowcodec): finite numbers only
