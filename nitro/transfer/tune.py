@@ -60,7 +60,17 @@ def _target_record(store: Store, target: str, target_features, keep: bool = Fals
     device described (and measured) here. Any other name is an error, never this machine's
     figures under a name they do not describe (a typo must not give a model for the wrong device)."""
     if target_features is not None:
-        return {n: {"value": float(v)} for n, v in dict(target_features).items() if not isinstance(v, str)}
+        given = dict(target_features)
+        record = {n: {"value": float(v)} for n, v in given.items() if not isinstance(v, str)}
+        stored = store.device(target, missing_ok=True) if keep else None
+        if keep and stored is None:    # a bundle of its stored model describes it
+            _keep_record(store, target, {n: {**r, "unit": "", "source": "user"} for n, r in record.items()},
+                         {n: v for n, v in given.items() if isinstance(v, str)})
+        differ = sorted(n for n, r in record.items() if n in (stored or {}) and stored[n].get("value") != r["value"])
+        if differ:
+            warnings.warn(f"{target}: the store's device record has other values of {differ} than the features "
+                          "given; the model is built on the given ones and the record is kept", stacklevel=3)
+        return record
     record = store.device(target, missing_ok=True)
     if record is not None:
         return record
@@ -72,13 +82,19 @@ def _target_record(store: Store, target: str, target_features, keep: bool = Fals
                          f"with features in the store: {store.device_ids()}; give its features "
                          "(--target-features FILE, target_features=...) or record them on that machine") from None
     if keep:   # measured once: later models, refits and rows of this device read the same figures
-        try:
-            store.put_device(target, record)      # with its kind, which chooses the default sources
-            store.put_device_metadata(target, _described_metadata(target, record), replace=False)
-        except Exception as exc:  # a read-only store still gets its model built
-            warnings.warn(f"{target}: its device record could not be stored ({type(exc).__name__}: {exc}); "
-                          "it is measured again next time", stacklevel=3)
+        _keep_record(store, target, record, _described_metadata(target, record))
     return record
+
+
+def _keep_record(store: Store, target: str, record: dict, metadata: dict) -> None:
+    """Store a target's feature record and metadata (its kind chooses the default sources, and
+    bundles of its model carry both); a read-only store still gets its model built."""
+    try:
+        store.put_device(target, record)
+        store.put_device_metadata(target, metadata, replace=False)
+    except Exception as exc:
+        warnings.warn(f"{target}: its device record could not be stored ({type(exc).__name__}: {exc}); "
+                      "it is measured (or given) again next time", stacklevel=4)
 
 
 def _default_sources(store: Store, name: str, target: str, target_meta: dict) -> tuple[list[str], dict]:

@@ -365,6 +365,18 @@ def test_a_target_of_a_family_its_sources_lack_is_validated_without_each_sources
     sibling = tune_from_source(store, "mine", ["a", "b"], ["x"], target_features={"cores": 16.0, "threads": 32.0,
                                                                                  "arch": "family_b"}, **kw).provenance
     assert "validated_without_family" not in sibling
+    assert store.device("elsewhere", missing_ok=True) is None          # save=False: nothing stored
+    tune_from_source(store, "mine", ["a", "b"], ["x"], target="elsewhere", progress=False,
+                     target_features={"cores": 16.0, "threads": 32.0, "arch": "family_c", "kind": "cpu"})
+    assert store.model("mine", "elsewhere") is not None                # its model, and what describes it:
+    assert store.device("elsewhere") == {n: {"value": v, "unit": "", "source": "user"}    # a bundle carries both
+                                         for n, v in (("cores", 16.0), ("threads", 32.0))}
+    assert store.device_metadata("elsewhere") == {"arch": "family_c", "kind": "cpu"}
+    with pytest.warns(UserWarning, match=r"elsewhere: the store's device record has other values of \['cores', "
+                                         r"'threads'\] than the features given"):
+        tune_from_source(store, "mine", ["a", "b"], ["x"], target="elsewhere", progress=False,
+                         target_features={"cores": 8.0, "threads": 8.0})
+    assert store.device("elsewhere")["cores"]["value"] == 16.0         # a stored record is not written over
 
 
 def test_device_features_unknown_on_the_target_are_named(store):
