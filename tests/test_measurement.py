@@ -35,6 +35,10 @@ def test_outputs_match_is_exact_for_integers_and_tolerant_for_floats():
     assert not outputs_match(np.array([1, 2]), np.array([1, 3]))
     assert not outputs_match(np.array([1, 2]), np.array([1, 2, 3]))
     assert outputs_match(np.array([1.0, 2.0]), np.array([1.0, 2.0 + 1e-12]))
+    tiny = np.linspace(1e-12, 2e-12, 10)       # small outputs (SI energies): the tolerance is relative
+    assert not outputs_match(np.zeros(10), tiny) and not outputs_match(-tiny, tiny)
+    assert outputs_match(tiny * (1 + 1e-9), tiny) and outputs_match(np.zeros(3), np.zeros(3))
+    assert outputs_match(np.array([1e6, 1e-3]), np.array([1e6, 1.5e-3]))     # relative to the largest
 
 
 def test_outputs_match_compares_containers_sparse_and_pandas_item_by_item():
@@ -53,6 +57,10 @@ def test_outputs_match_compares_containers_sparse_and_pandas_item_by_item():
     df = pd.DataFrame({"a": [1.0, 2.0]})
     assert outputs_match(df.copy(), df) and not outputs_match(df.rename(columns={"a": "b"}), df)
     assert not outputs_match(pd.Series([1, 2], index=[5, 6]), pd.Series([1, 2]))
+    mixed = pd.DataFrame({"key": ["x", "y", None], "total": [0.3, 1.0, np.nan]})     # a group-by's result
+    assert outputs_match(mixed.assign(total=[0.1 + 0.2, 1.0, np.nan]), mixed) and outputs_match(mixed.copy(), mixed)
+    assert not outputs_match(mixed.assign(key=["z", "y", None]), mixed)
+    assert not outputs_match(mixed.assign(total=[0.4, 1.0, np.nan]), mixed)
     assert outputs_match([1, 2, 3], [1, 2, 3]) and outputs_match([1.0, 2.0], np.array([1.0, 2.0]))
 
 
