@@ -55,25 +55,31 @@ def _warn_if_only_the_reference_is_right(cv: CodeVariant, rows: Sequence[Trainin
                       stacklevel=3)
 
 
+NOT_FAILURES = ("excluded by constraint", "skipped by early stopping")   # not run: nothing went wrong
+
+
 def _warn_if_wrong_variants_are_chosen(cv: CodeVariant, rows: Sequence[TrainingRow], model: SelectorModel) -> None:
-    """Warn where a variant returned a wrong result on some training inputs and the model still
-    chooses it on training inputs: a wrong variant is never labelled best where it was wrong,
-    but nothing stops the model from choosing it on inputs like those (a constraint does)."""
-    wrong = {v: [r for r in rows if r.failed.get(v, "").startswith("wrong result")] for v in cv.variant_names}
-    wrong = {v: bad for v, bad in wrong.items() if bad}
-    if not wrong:
+    """Warn where a variant failed on some training inputs (a wrong result, an exception, a
+    crash, a time-out) and the model still chooses it on training inputs: a failed variant is
+    never labelled best where it failed, but nothing stops the model from choosing it on inputs
+    like those (a constraint does, or ``fallback_on`` for an exception)."""
+    failed = {v: [r for r in rows if r.failed.get(v) and r.failed[v] not in NOT_FAILURES] for v in cv.variant_names}
+    failed = {v: bad for v, bad in failed.items() if bad}
+    if not failed:
         return
     X = [[r.features[f] for f in cv.feature_names] for r in rows]
     chosen = model.predict(X)
-    for v, bad in wrong.items():
+    for v, bad in failed.items():
         ids = {r.input_id for r in bad}
         picked = [r.input_id for r, c, x in zip(rows, chosen, X) if c == v and cv.allowed(x)[v]]
         if picked:
             also = sum(i in ids for i in picked)
-            warnings.warn(f"{cv.name}: variant {v!r} returned a wrong result on {len(bad)} of {len(rows)} training "
-                          f"inputs (e.g. {', '.join(sorted(ids)[:3])}), yet the model chooses it on {len(picked)} "
-                          f"training inputs{f', {also} of them among those' if also else ''}: fix it, or exclude "
-                          f"it where it is wrong (cv.add_constraint({v!r}, valid_if))", stacklevel=3)
+            how = sorted({r.failed[v] if r.failed[v].startswith("wrong result") else r.failed[v].split(":")[0]
+                          for r in bad})
+            warnings.warn(f"{cv.name}: variant {v!r} failed on {len(bad)} of {len(rows)} training inputs "
+                          f"({'; '.join(how[:3])}; e.g. {', '.join(sorted(ids)[:3])}), yet the model chooses it on "
+                          f"{len(picked)} training inputs{f', {also} of them among those' if also else ''}: fix it, "
+                          f"or exclude it where it fails (cv.add_constraint({v!r}, valid_if))", stacklevel=3)
 
 
 class Autotuner:

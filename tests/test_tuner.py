@@ -174,9 +174,20 @@ def test_a_variant_wrong_on_some_inputs_yet_chosen_is_warned_of():
     tuner = autotuner("wrongsome", policy=FAST, progress=False)
     tuner.set_training_args([float(i) for i in range(1, 25)])
     cv = code_variant("wrongsome", [quick, careful], {"x": lambda x: float(x)}, reference=lambda x: x + 1)
-    with pytest.warns(UserWarning, match=r"variant 'quick' returned a wrong result on 8 of 24 training inputs .*"
+    with pytest.warns(UserWarning, match=r"variant 'quick' failed on 8 of 24 training inputs \(wrong result; e.g. .*"
                                          r"yet the model chooses it on \d+ training inputs.*cv.add_constraint\('quick'"):
         tuner.tune([cv])
+
+    def risky(x):                   # fast, but raises on every third input: chosen there, it raises in use
+        if x % 3 == 0:
+            raise MemoryError("too big")
+        return x + 1
+
+    raising = code_variant("raisesome", [risky, careful], {"x": lambda x: float(x)}, reference=lambda x: x + 1)
+    with pytest.warns(UserWarning, match=r"variant 'risky' failed on 8 of 24 training inputs \(raised MemoryError"):
+        t2 = autotuner("raisesome", policy=FAST, progress=False)
+        t2.set_training_args([float(i) for i in range(1, 25)])
+        t2.tune([raising])
     cv.add_constraint("quick", lambda f: f["x"] % 3 != 0)
     import warnings
     with warnings.catch_warnings():
