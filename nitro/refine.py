@@ -620,7 +620,8 @@ class Refiner:
                     continue
                 try:
                     out, seconds = run(v)
-                except Exception as exc:  # a failing variant is a measurement, as in training
+                except (Exception, SystemExit) as exc:  # a failing variant is a measurement, as in training
+                    # (a sys.exit in a variant the plain call would not have run must not end the caller)
                     ex.errors[v] = exc
                     ex.times[v] = math.inf
                     ex.results.pop(v, None)

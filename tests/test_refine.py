@@ -1076,3 +1076,20 @@ def test_keyword_arguments_reach_explored_variants():
     assert refiner.stats()["explored"] > 10
     assert {x for _, x in ran} <= {float(x) for x in XS[:60]}       # every run got the keyword
     cv.refine(False)
+
+
+def test_an_explored_variant_that_calls_sys_exit_is_a_failed_run_not_the_end_of_the_caller():
+    import sys as _sys
+
+    def safe(x):
+        return x + 1.0
+
+    def quits(x):                   # never the model's choice; exits like a C extension's abort
+        _sys.exit("quits")
+
+    cv = code_variant("exits", {"safe": safe, "quits": quits}, {"x": lambda x: float(x)}, default="safe")
+    cv.model = SelectorModel(["safe", "quits"], ["x"], "constant", {"label": 0})
+    refiner = cv.refine(budget=1.0, time_budget=None, quantile=1.0, refit_every=10_000, warmup=0)
+    assert [cv(float(x)) for x in range(20)] == [x + 1.0 for x in range(20)]     # every call served
+    stats = refiner.stop()
+    assert stats["explored"] > 0
