@@ -98,11 +98,17 @@ def spread_indices(X: np.ndarray, k: int, start: int = 0) -> list[int]:
 
 
 def margins(estimator, X: np.ndarray) -> np.ndarray:
-    """Best-versus-second-best margin of a fitted classifier's decision scores (small = the
-    model is unsure which variant wins); zeros when it has fewer than two classes."""
+    """Best-versus-second-best margin of a fitted selector's scores (small = the model is unsure
+    which variant wins): a classifier's decision scores, a time learner's exported model's
+    scores (:meth:`nitro.model.SelectorModel.scores`); zeros when it has fewer than two classes."""
     if len(getattr(estimator, "classes_", [])) < 2:
         return np.zeros(len(X))
-    scores = np.asarray(estimator.decision_function(X))
+    if hasattr(estimator, "decision_function"):
+        scores = np.asarray(estimator.decision_function(X))
+    else:                       # regression, tree, threshold: what the exported model scores
+        from .model import SelectorModel
+        names = [f"x{j}" for j in range(np.shape(X)[1])]
+        scores = SelectorModel.from_estimator(estimator, names).scores(X)
     if scores.ndim == 1:
         return np.abs(scores)
     top2 = np.sort(scores, axis=1)[:, -2:]

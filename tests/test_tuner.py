@@ -193,3 +193,20 @@ def test_a_variant_wrong_on_some_inputs_yet_chosen_is_warned_of():
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         tuner.tune([cv])
+
+
+@pytest.mark.parametrize("learner", ["tree", "regression", "threshold"])
+def test_active_learning_works_with_the_time_learners_too(learner):
+    """tune(budget=...) ranked the pool by decision_function, which only the classifiers have."""
+    def slow_small(x):
+        return sum(range(int(x)))
+
+    def closed_form(x):
+        return int(x) * (int(x) - 1) // 2
+
+    cv = code_variant(f"budget-{learner}", [slow_small, closed_form], {"x": lambda x: float(x)})
+    cv.record = False
+    tuner = autotuner(f"budget-{learner}", policy=FAST, learner=learner, progress=False)
+    tuner.set_training_args([float(i) for i in range(1, 400, 10)])
+    model, = tuner.tune([cv], budget=0.5)
+    assert len(tuner.training_rows[f"budget-{learner}"]) <= 20 and model.variants
