@@ -55,7 +55,22 @@ def _warn_if_only_the_reference_is_right(cv: CodeVariant, rows: Sequence[Trainin
                       stacklevel=3)
 
 
-NOT_FAILURES = ("excluded by constraint", "skipped by early stopping")   # not run: nothing went wrong
+EXCLUDED = "excluded by constraint"
+NOT_FAILURES = (EXCLUDED, "skipped by early stopping")   # not run: nothing went wrong
+
+
+def _under_constraints(cv: CodeVariant, row: TrainingRow) -> TrainingRow | None:
+    """A recorded row as the code variant's constraints stand now: a variant they exclude is
+    excluded (its stored time is not learned), and None where a variant they now allow was
+    excluded when the row was measured (the input is measured again)."""
+    allowed = cv.allowed([row.features[f] for f in cv.feature_names])
+    if any(row.failed.get(v) == EXCLUDED for v, ok in allowed.items() if ok):
+        return None
+    out = [v for v, ok in allowed.items() if not ok and row.failed.get(v) != EXCLUDED]
+    if not out:
+        return row
+    return TrainingRow(row.input_id, row.features, {**row.times, **dict.fromkeys(out)},
+                       {**row.failed, **dict.fromkeys(out, EXCLUDED)})
 
 
 def _warn_if_wrong_variants_are_chosen(cv: CodeVariant, rows: Sequence[TrainingRow], model: SelectorModel) -> None:
@@ -155,8 +170,9 @@ class Autotuner:
                 self.store.put_device(device, record)
                 self.store.put_device_metadata(device, devices_mod.local_metadata(device, record), replace=False)
             if not remeasure:
-                recorded = {r.input_id: r for r in self.store.rows(cv.name, device)
-                            if early_stopping is not None or SKIPPED not in r.failed.values()}
+                recorded = {r.input_id: masked for r in self.store.rows(cv.name, device)
+                            if early_stopping is not None or SKIPPED not in r.failed.values()
+                            if (masked := _under_constraints(cv, r)) is not None}
         ids = [self.training_ids[k] for k in picked]
         todo = [(i, self.training_args[k]) for i, k in zip(ids, picked) if i not in recorded]
         rows = [recorded[i] for i in ids if i in recorded]

@@ -210,3 +210,31 @@ def test_active_learning_works_with_the_time_learners_too(learner):
     tuner.set_training_args([float(i) for i in range(1, 400, 10)])
     model, = tuner.tune([cv], budget=0.5)
     assert len(tuner.training_rows[f"budget-{learner}"]) <= 20 and model.variants
+
+
+def test_a_resumed_tune_reads_the_recorded_rows_under_the_constraints_as_they_stand_now():
+    def loop(x):                     # the fastest, where it may run
+        return x + 1
+
+    def slow(x):
+        time.sleep(0.001)
+        return x + 1
+
+    cv = code_variant("constrained-resume", [loop, slow], {"x": lambda x: float(x)}, default="slow")
+    cv.add_constraint("loop", lambda f: f["x"] < 15)
+    cv.record = True                                           # resumed from the store
+    tuner = autotuner("constrained-resume", policy=FAST, progress=False)
+    tuner.set_training_args([float(i) for i in range(1, 21)])
+    tuner.tune([cv])
+    rows = {r.input_id: r for r in tuner.training_rows[cv.name]}
+    assert sum(r.failed.get("loop") == "excluded by constraint" for r in rows.values()) == 6
+    cv.add_constraint("loop", lambda f: f["x"] < 5)          # tightened: the stored times of loop on
+    calls = tuner.counts["calls"]                              # 5..14 are no longer learned
+    tuner.tune([cv])
+    assert tuner.counts["calls"] == calls                      # nothing measured again
+    learned = [r for r in tuner.training_rows[cv.name] if r.features["x"] >= 5]
+    assert all(r.best == "slow" and r.failed["loop"] == "excluded by constraint" for r in learned)
+    cv.constraints.clear()                                     # loosened: the inputs it was kept from
+    tuner.tune([cv])                                           # are measured again, whole
+    assert tuner.counts["calls"] > calls
+    assert all(r.times["loop"] is not None for r in tuner.training_rows[cv.name])
