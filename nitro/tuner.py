@@ -59,6 +59,21 @@ EXCLUDED = "excluded by constraint"
 NOT_FAILURES = (EXCLUDED, "skipped by early stopping")   # not run: nothing went wrong
 
 
+def _warn_if_checked_against_a_stand_in(cv: CodeVariant, rows: Sequence[TrainingRow]) -> None:
+    """Warn where, without ``reference=``, the default variant failed on an input and the others,
+    checked against the first of them that ran instead, disagreed with it: which one is right is
+    not known there, and the stand-in was labelled best even if it is the wrong one."""
+    if cv.reference is not None or not rows:
+        return
+    unsure = [r.input_id for r in rows if cv.default in r.failed and not r.failed[cv.default].startswith(
+        ("wrong result", *NOT_FAILURES)) and any(why.startswith("wrong result") for why in r.failed.values())]
+    if unsure:
+        warnings.warn(f"{cv.name}: on {len(unsure)} inputs (e.g. {', '.join(sorted(unsure)[:3])}) the default "
+                      f"variant {cv.default!r} failed, and the others, checked against the first of them that ran, "
+                      "disagreed with it: which is right is not known there. Give code_variant(..., reference=) a "
+                      "known-good function to check all of them against", stacklevel=3)
+
+
 def _under_constraints(cv: CodeVariant, row: TrainingRow) -> TrainingRow | None:
     """A recorded row as the code variant's constraints stand now: a variant they exclude is
     excluded (its stored time is not learned), and None where a variant they now allow was
@@ -306,6 +321,7 @@ class Autotuner:
                 rows = self.measure_actively(cv, budget, remeasure=remeasure, early_stopping=early_stopping)
             self.training_rows[cv.name] = rows
             _warn_if_only_the_reference_is_right(cv, rows)
+            _warn_if_checked_against_a_stand_in(cv, rows)
             report = summarize(list(self.verdicts[cv.name].values()))
             if not report["n_inputs"]:          # all read back: the report of the run that measured them
                 report = self._earlier_report(cv) or report

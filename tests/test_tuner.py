@@ -238,3 +238,24 @@ def test_a_resumed_tune_reads_the_recorded_rows_under_the_constraints_as_they_st
     tuner.tune([cv])                                           # are measured again, whole
     assert tuner.counts["calls"] > calls
     assert all(r.times["loop"] is not None for r in tuner.training_rows[cv.name])
+
+
+def test_a_default_that_fails_where_the_others_disagree_is_warned_of():
+    """Without reference=, the others are checked against the default's output; where the default
+    times out, the first variant that ran instead stands in, and a wrong one was labelled best."""
+    def careful(x):
+        if x > 10:
+            raise RuntimeError("gives up on large inputs")
+        return x + 1
+
+    def wrong_big(x):
+        return x + (1 if x <= 10 else 2)
+
+    def right(x):
+        return x + 1
+
+    cv = code_variant("stand-in", [careful, wrong_big, right], {"x": lambda x: float(x)}, default="careful")
+    tuner = autotuner("stand-in", policy=FAST, progress=False)
+    tuner.set_training_args([float(i) for i in range(1, 16)])
+    with pytest.warns(UserWarning, match=r"on 5 inputs .* the default variant 'careful' failed, and the others"):
+        tuner.tune([cv])
