@@ -6,6 +6,7 @@ import numpy as np
 
 from . import devices as devices_mod
 from .learn.tree import TreeSelector, plot_partition, png_path
+from .search import SKIPPED
 from .store import Store
 
 
@@ -26,18 +27,19 @@ def explain_computation(store: Store, name: str, devices=None, min_gain: float =
         values = {d: devices_mod.feature_values(store.device(d, missing_ok=True) or {}) for d in devices}
         dev_names = sorted(set.intersection(*[{k for k, v in values[d].items() if v is not None
                                                 and np.isfinite(v)} for d in devices]))
-    X, T = [], []
+    X, T, skipped = [], [], 0
     for d in devices:
         for r in store.rows(name, d):
             if r.best is None:
                 continue
+            skipped += SKIPPED in r.failed.values()
             X.append([r.features[f] for f in meta["features"]] + [values[d][f] for f in dev_names])
             T.append(r.time_vector(meta["variants"]))
     if len(X) < 2:
         raise ValueError(f"{name}: fewer than two rows with a valid variant to explain")
     feature_names = list(meta["features"]) + dev_names
     sel = TreeSelector(min_gain=min_gain).fit(np.array(X, dtype=float), np.array(T, dtype=float))
-    out = {"computation": name, "devices": devices, "n_rows": len(X),
+    out = {"computation": name, "devices": devices, "n_rows": len(X), "n_rows_with_skipped_variants": skipped,
            **sel.explain(feature_names, meta["variants"])}
     if plot:
         out["plot"] = plot_partition(sel, feature_names, meta["variants"], plot,
@@ -57,6 +59,9 @@ def format_explanation(r: dict) -> str:
             conds = " and ".join(_interval(f, lo, hi) for f, (lo, hi) in leaf["conditions"].items()) or "everywhere"
             regions.append(f"{conds} ({leaf['n']} inputs, {leaf['percent_of_optimum'][v]:.0f}% of optimum)")
         lines.append(f"  {v}: " + "; ".join(regions))
+    if r.get("n_rows_with_skipped_variants"):
+        lines.append(f"note: {r['n_rows_with_skipped_variants']} rows have variants skipped by early stopping, "
+                     "counted here as if they had failed (0% of the optimum); an exhaustive tune() measures them")
     if r.get("plot"):
         lines.append(f"\nplot: {r['plot']}")
     return "\n".join(lines)

@@ -46,4 +46,9 @@ def test_explain_command_reads_the_store(capsys, tmp_path):
     regions = [(l["winner"], *l["conditions"]["n"]) for l in r["leaves"]]
     assert all(hi <= 12 for w, lo, hi in regions if w == "a"), regions
     assert all(lo >= 8 for w, lo, hi in regions if w == "b"), regions
+    assert r["n_rows_with_skipped_variants"] == 0
+    store.put_row("toy", "d1", TrainingRow("i0", {"n": 1.0}, {"a": 1.0, "b": None}, {"b": "skipped by early stopping"}))
+    assert main(["explain", "toy", "--devices", "d1"]) == 0
+    assert "note: 1 rows have variants skipped by early stopping, counted here as if they had failed" \
+        in capsys.readouterr().out
     assert main(["explain", "nope"]) == 2
