@@ -236,7 +236,7 @@ def default_refit(base: SelectorModel, X: np.ndarray, times: np.ndarray,
     if base.kind == "kernel":
         from .transfer.fewshot import refine_model
         return refine_model(base, X, times)
-    complete = ~np.isnan(times).any(axis=1) & np.isfinite(times).any(axis=1)
+    complete = _complete(times)
     if complete.sum() < min_complete:
         return None
     T = np.where(np.isfinite(times[complete]), times[complete], np.nan)
@@ -246,6 +246,19 @@ def default_refit(base: SelectorModel, X: np.ndarray, times: np.ndarray,
     est = fit_selector(SVMSelector(), X[complete], T)
     return SelectorModel.from_estimator(est, base.input_features, variants=base.variants, provenance={
         "method": "refined on-device", "base": base.provenance, "target_rows": int(complete.sum())})
+
+
+def _complete(times: np.ndarray) -> np.ndarray:
+    """The rows that time every variant (NaN: not run), with at least one that did not fail."""
+    times = np.asarray(times, dtype=float).reshape(len(times), -1)
+    return ~np.isnan(times).any(axis=1) & np.isfinite(times).any(axis=1)
+
+
+def default_refit_keeps(base: SelectorModel, times: np.ndarray, min_complete: int = MIN_COMPLETE) -> bool:
+    """Whether :func:`default_refit` keeps ``base`` on rows with these ``times`` without fitting
+    (a model other than a kernel one, and fewer than ``min_complete`` rows that time every
+    variant): no refit needs to start (a child's start-up keeps calls from exploring)."""
+    return base.kind != "kernel" and int(_complete(times).sum()) < min_complete
 
 
 def duel_gain(refit_t: float, base_t: float) -> float | None:
@@ -393,6 +406,10 @@ class Refiner:
         self.base = model
         self._dispatcher = dispatcher
         self._refit = refit or default_refit
+        if refit is None and model.kind != "kernel" and (candidates or len(model.variants)) < len(model.variants):
+            warnings.warn(f"{computation}: this {model.kind} model is refitted from rows that time every one of its "
+                          f"{len(model.variants)} variants, and an explored call times {candidates}: it is never "
+                          f"refitted; pass candidates=None (all) or {len(model.variants)}", RuntimeWarning, stacklevel=3)
         self.refit_in, self._refit_in_fallback = (refit_in if background else "thread"), None
         if self.refit_in == "process":
             self._refit = self._in_process(self._refit)
@@ -796,7 +813,10 @@ class Refiner:
                 self._counts["base_held"] += 1
                 return False
             try:
-                model = self._refit(self.base, X, T) if len(X) else None
+                if self.refit is default_refit and default_refit_keeps(self.base, T):
+                    model = None               # known without starting a refit
+                else:
+                    model = self._refit(self.base, X, T) if len(X) else None
                 if model is None:
                     self._counts["refits_kept"] += 1
                     return False

@@ -1093,3 +1093,20 @@ def test_an_explored_variant_that_calls_sys_exit_is_a_failed_run_not_the_end_of_
     assert [cv(float(x)) for x in range(20)] == [x + 1.0 for x in range(20)]     # every call served
     stats = refiner.stop()
     assert stats["explored"] > 0
+
+
+def test_a_model_refitted_only_from_complete_rows_says_when_it_never_can_be():
+    """An on-device model (not a kernel one) is refitted from rows that time every variant; with
+    two candidates of three, none does: refine() says so, and the model is kept."""
+    ran = []
+    cv = code_variant("never-refit", tagged(ran), {"x": lambda x: float(x)}, default="a", check=same)
+    cv.model = SelectorModel(VARIANTS, ["x"], "constant", {"label": 0})
+    with pytest.warns(RuntimeWarning, match="never-refit: this constant model is refitted from rows that time every "
+                                            "one of its 3 variants, and an explored call times 2"):
+        refiner = cv.refine(budget=1.0, time_budget=None, quantile=1.0, refit_every=4, refit_in="thread")
+    for x in XS[:40]:
+        cv(float(x))
+    assert refiner.wait(30)
+    stats = refiner.stop()
+    assert stats["explored"] > 0 and stats["refits"] == 0 and stats["refit_errors"] == 0
+    assert stats["refits_kept"] > 0

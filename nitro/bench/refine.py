@@ -42,6 +42,7 @@ import platform
 import tempfile
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -96,7 +97,9 @@ def _dispatch_overhead(model, calls: int, refine_options: dict) -> dict:
     images, _ = histogram.make_inputs(64, seed=99, min_bytes=1 << 10, max_bytes=4 << 10)
     plain, refined = histogram.make_code_variant("overhead-plain"), histogram.make_code_variant("overhead-refined")
     plain.model = refined.model = model
-    refiner = refined.refine(**{**refine_options, "refit_every": 10 ** 9})   # no store, no refit
+    with warnings.catch_warnings():        # that such a model is never refitted: none is wanted here
+        warnings.simplefilter("ignore", RuntimeWarning)
+        refiner = refined.refine(**{**refine_options, "refit_every": 10 ** 9})   # no store, no refit
     off, on, candidate = [], [], []
     clock = time.perf_counter
     for i in range(calls):
