@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nitro.measurement import TrainingRow
-from nitro.model import SelectorModel
+from nitro.model import FORMAT, SelectorModel
 from nitro.store import StoreError, keys
 
 SETTINGS = settings(max_examples=60, deadline=None,
@@ -80,8 +80,8 @@ def test_records_from_a_newer_schema_are_refused_clearly(store):
         {"schema": keys.SCHEMA_VERSION + 1, "input": "in", "features": {}, "times": {}, "new": [1]}))
     with pytest.raises(StoreError, match="schema version 2; this nitro reads up to version 1: upgrade"):
         store.rows("c", "d")
-    model = {"format": 2, "kind": "constant", "variants": ["a"], "input_features": [], "params": {"label": 0}}
-    with pytest.raises(ValueError, match="unsupported model format 2"):
+    model = {"format": FORMAT + 1, "kind": "constant", "variants": ["a"], "input_features": [], "params": {"label": 0}}
+    with pytest.raises(ValueError, match=f"unsupported model format {FORMAT + 1}"):
         SelectorModel.from_dict(model)
     assert store.client.hlen(keys.rows("c", "d")) == 1           # refused, not deleted
 
