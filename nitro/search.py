@@ -17,6 +17,7 @@ variant's time (cost-aware and cross-device ones), which should get exhaustive r
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -117,8 +118,9 @@ def margins(estimator, X: np.ndarray) -> np.ndarray:
 
 def budget_count(budget: int | float, n: int) -> int:
     """Inputs to measure: an int is a count, a float in (0, 1] a fraction of ``n``."""
-    if isinstance(budget, bool) or not isinstance(budget, (int, float)):
+    if isinstance(budget, (bool, np.bool_)) or not isinstance(budget, numbers.Real):
         raise TypeError(f"budget must be a count or a fraction, got {budget!r}")
+    budget = int(budget) if isinstance(budget, numbers.Integral) else float(budget)   # NumPy numbers too
     if isinstance(budget, float):
         if not 0 < budget <= 1:
             raise ValueError(f"a fractional budget must be in (0, 1], got {budget}")

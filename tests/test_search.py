@@ -76,7 +76,8 @@ def test_prior_order_and_spread_and_budget():
     X = np.array([[1.0], [1.1], [1000.0], [1e6], [1.05]])
     assert sorted(spread_indices(X, 3)) == [0, 2, 3]
     assert budget_count(0.25, 10) == 3 and budget_count(4, 10) == 4 and budget_count(40, 10) == 10
-    for bad in (0, 1.5, -0.1, "3", True):
+    assert budget_count(np.int64(4), 10) == 4 and budget_count(np.float32(0.25), 10) == 3    # NumPy numbers
+    for bad in (0, 1.5, -0.1, "3", True, np.True_):
         with pytest.raises((ValueError, TypeError)):
             budget_count(bad, 10)
 
