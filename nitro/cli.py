@@ -886,5 +886,16 @@ def _run(args) -> int:
     return 0
 
 
+def entry() -> int:
+    """The ``nitro`` command: :func:`main`, with warnings printed as its other messages are (one
+    ``nitro: warning:`` line on stderr, not Python's file and source line)."""
+    import warnings
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        print(f"nitro: warning: {message}", file=file or sys.stderr)
+    warnings.showwarning = show
+    return main()
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry())

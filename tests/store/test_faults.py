@@ -206,6 +206,12 @@ def test_a_server_that_evicts_keys_when_full_is_warned_of(redis_server):
         warnings.simplefilter("error")
         Store(redis_server(args=["--maxmemory", "50mb", "--maxmemory-policy", "noeviction"]).url)
         Store(redis_server(args=["--maxmemory", "50mb", "--maxmemory-policy", "volatile-lru"]).url)
+    import subprocess
+    import sys
+    listed = subprocess.run([sys.executable, "-m", "nitro.cli", "store", "ls", "--store", evicting.url],
+                            capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 0 and listed.stderr.startswith("nitro: warning: store ") \
+        and "RuntimeWarning" not in listed.stderr and len(listed.stderr.splitlines()) == 1, listed.stderr
 
 
 def test_a_server_restarted_within_seconds_is_reconnected_to_without_an_error(redis_server, tmp_path):
