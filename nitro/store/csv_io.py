@@ -307,17 +307,16 @@ def _unlisted_note(store: Store, device: str, listed: list[str]) -> str:
 
 def _keep_stored(device: str, kept: dict, new: TrainingRow, stored: TrainingRow | None) -> TrainingRow:
     """``new`` (an imported row: no time for the variants the directory does not time for its
-    input) with the stored row's time and failure reason of each such variant; what was kept
-    goes to ``kept[(device, input)]`` (a batch merged again replaces its entries)."""
-    if stored is None:
-        return new
-    keep = [v for v, t in new.times.items() if t is None and (stored.times.get(v) is not None or v in stored.failed)]
+    input) written over ``stored`` (:meth:`TrainingRow.over`: the stored time or failure of each
+    variant the directory neither times nor reports failed is kept); what was kept goes to
+    ``kept[(device, input)]`` (a batch merged again replaces its entries)."""
+    merged = new.over(stored)
+    keep = [v for v in merged.times if merged.times[v] != new.times.get(v) or merged.failed.get(v) != new.failed.get(v)]
     if keep:
         kept[(device, new.input_id)] = keep
     else:
         kept.pop((device, new.input_id), None)
-    times = {**new.times, **{v: stored.times.get(v) for v in keep}}
-    return TrainingRow(new.input_id, new.features, times, {v: stored.failed[v] for v in keep if v in stored.failed})
+    return merged
 
 
 def _read_profiles(path: Path, second: type) -> dict | None:

@@ -527,3 +527,19 @@ def test_an_input_no_measurement_names_is_noted_by_import_and_evaluate_alike(sto
         d / "measurements.csv", index=False)
     note = "1 inputs listed in inputs have no measurement (such as 'lonely'): left out"
     assert load_dataset_dir(d).notes == [note] == import_computation(store, "lone", d)["notes"]
+
+
+def test_a_reimported_failure_replaces_the_stored_time_and_an_untimed_variant_keeps_it(store, tmp_path):
+    store.declare("re", ["a", "b", "c"], ["N"])
+    store.put_rows("re", "d1", [TrainingRow("i0", {"N": 1.0}, {"a": 1.0, "b": 2.0, "c": 3.0}, {})])
+    d = tmp_path / "ds"
+    d.mkdir()
+    pd.DataFrame({"device": ["d1"], "cores": [2]}).to_csv(d / "devices.csv", index=False)
+    pd.DataFrame({"input": ["i0"], "N": [1.0]}).to_csv(d / "inputs.csv", index=False)
+    pd.DataFrame({"device": ["d1", "d1"], "input": ["i0", "i0"], "variant": ["a", "b"], "time_s": [4.0, None],
+                  "error": [None, "wrong result"]}).to_csv(d / "measurements.csv", index=False)
+    notes = import_computation(store, "re", d)["notes"]
+    row, = store.rows("re", "d1")
+    assert row.times == {"a": 4.0, "b": None, "c": 3.0} and row.failed == {"b": "wrong result"}
+    assert notes == ["1 stored rows merged: they keep their stored times of variants this directory does not time "
+                     "for their input (c)"]
