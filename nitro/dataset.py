@@ -156,10 +156,15 @@ def refuse_to_overwrite(directory: Path) -> None:
 def _read_csv(directory: Path, stem: str, dtype=IDS) -> pd.DataFrame:
     path = csv_path(directory, stem)
     try:
-        missing = _missing_cells(_checked_header(path), dtype)
-        return pd.read_csv(path, dtype=dtype, keep_default_na=False, na_values=missing)
+        return read_csv_file(path, dtype)
     except (ValueError, OSError, EOFError) as exc:   # ParserError, EmptyDataError, bad gzip, encoding
         raise ValueError(f"{path}: not a readable CSV file: {exc}") from None
+
+
+def read_csv_file(path: Path, dtype=IDS) -> pd.DataFrame:
+    """A CSV file whose name columns (``dtype`` str) are read as written: only an empty cell is
+    missing there (:func:`_missing_cells`); a header naming a column twice is refused."""
+    return pd.read_csv(path, dtype=dtype, keep_default_na=False, na_values=_missing_cells(_checked_header(path), dtype))
 
 
 def _checked_header(path: Path) -> list[str]:
@@ -327,7 +332,7 @@ def run_times(values: pd.Series, errors: pd.Series | None = None) -> tuple[pd.Se
     time = pd.to_numeric(values, errors="coerce").astype(float)
     words = text_cells(values)
     words = words[words.str.casefold() != "nan"]          # a written NaN: no time, not text
-    failed = int((time.isna() & failed_runs(errors, len(values))).sum())
+    failed = int((time.isna() & ~values.index.isin(words.index) & failed_runs(errors, len(values))).sum())
     dropped = DroppedTimes(not_positive=int((time <= 0).sum()), empty=int(time.isna().sum()) - len(words) - failed,
                            infinite=int(np.isinf(time).sum()), text=len(words),
                            example=None if words.empty else words.iloc[0])

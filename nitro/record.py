@@ -26,6 +26,7 @@ import pandas as pd
 
 from . import devices, quiet
 from .benchmarks import load
+from .dataset import read_csv_file
 from .measurement import TimingPolicy
 from .progress import progress_bar
 from .store import Store
@@ -61,7 +62,7 @@ def _read_load(path: Path) -> pd.DataFrame:
     if not path.exists():
         return pd.DataFrame(columns=LOAD_COLUMNS)
     try:
-        frame = pd.read_csv(path, dtype={"input": str})
+        frame = read_csv_file(path, {"input": str})        # an input called "NA" is a name
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as e:
         raise ValueError(f"{path} cannot be read ({e}): move it away to record again") from None
     if list(frame.columns) != LOAD_COLUMNS:

@@ -408,8 +408,9 @@ class Refiner:
         self._refit = refit or default_refit
         if refit is None and model.kind != "kernel" and (candidates or len(model.variants)) < len(model.variants):
             warnings.warn(f"{computation}: this {model.kind} model is refitted from rows that time every one of its "
-                          f"{len(model.variants)} variants, and an explored call times {candidates}: it is never "
-                          f"refitted; pass candidates=None (all) or {len(model.variants)}", RuntimeWarning, stacklevel=3)
+                          f"{len(model.variants)} variants, and an explored call times {candidates}: only inputs "
+                          f"explored again complete a row, so refits come late or never; pass candidates=None (all) "
+                          f"or {len(model.variants)}", RuntimeWarning, stacklevel=3)
         self.refit_in, self._refit_in_fallback = (refit_in if background else "thread"), None
         if self.refit_in == "process":
             self._refit = self._in_process(self._refit)

@@ -78,7 +78,7 @@ def _spmv() -> str:
 
 def _tune(family: str) -> str:
     from .benchmarks import load
-    from .measurement import TimingPolicy
+    from .measurement import EXCLUDED, TimingPolicy
     from .tuner import Autotuner
     module = load(family)
     cv = module.make_code_variant()
@@ -89,7 +89,7 @@ def _tune(family: str) -> str:
     forks = _forks[0]
     rows = tuner.measure(cv)
     assert _forks[0] == forks, f"{_forks[0] - forks} forks while measuring a GPU family"
-    failed = {f"{r.input_id}/{v}": why for r in rows for v, why in r.failed.items() if why != "excluded by constraint"}
+    failed = {f"{r.input_id}/{v}": why for r in rows for v, why in r.failed.items() if why != EXCLUDED}
     assert not failed, f"failed variants: {failed}"
     assert all(r.best is not None for r in rows)
     return f"{len(rows)} inputs measured in-process on {cv.device_id}, none failed"

@@ -12,7 +12,7 @@ import numpy as np
 from . import devices as devices_mod
 from .dispatch import feature_vector
 from .learn import SVMSelector, fit_selector, make_selector
-from .measurement import TimingPolicy, TrainingRow, measure_variants
+from .measurement import EXCLUDED, TimingPolicy, TrainingRow, measure_variants
 from .model import SelectorModel
 from .noise import NoisyMachineWarning, format_report, summarize
 from .metrics import fraction_of_optimum
@@ -55,18 +55,18 @@ def _warn_if_only_the_reference_is_right(cv: CodeVariant, rows: Sequence[Trainin
                       stacklevel=3)
 
 
-EXCLUDED = "excluded by constraint"
-NOT_FAILURES = (EXCLUDED, "skipped by early stopping")   # not run: nothing went wrong
+NOT_FAILURES = (EXCLUDED, SKIPPED)   # not run: nothing went wrong
 
 
 def _warn_if_checked_against_a_stand_in(cv: CodeVariant, rows: Sequence[TrainingRow]) -> None:
-    """Warn where, without ``reference=``, the default variant failed on an input and the others,
-    checked against the first of them that ran instead, disagreed with it: which one is right is
+    """Warn where, without ``reference=``, the default variant failed on an input (or a constraint
+    kept it from running) and the others, checked against the first of them that ran instead,
+    disagreed with it: which one is right is
     not known there, and the stand-in was labelled best even if it is the wrong one."""
     if cv.reference is not None or not rows:
         return
     unsure = [r.input_id for r in rows if cv.default in r.failed and not r.failed[cv.default].startswith(
-        ("wrong result", *NOT_FAILURES)) and any(why.startswith("wrong result") for why in r.failed.values())]
+        ("wrong result", SKIPPED)) and any(why.startswith("wrong result") for why in r.failed.values())]
     if unsure:
         warnings.warn(f"{cv.name}: on {len(unsure)} inputs (e.g. {', '.join(sorted(unsure)[:3])}) the default "
                       f"variant {cv.default!r} failed, and the others, checked against the first of them that ran, "

@@ -1095,9 +1095,9 @@ def test_an_explored_variant_that_calls_sys_exit_is_a_failed_run_not_the_end_of_
     assert stats["explored"] > 0
 
 
-def test_a_model_refitted_only_from_complete_rows_says_when_it_never_can_be():
+def test_a_model_refitted_only_from_complete_rows_says_when_explored_calls_cannot_complete_them():
     """An on-device model (not a kernel one) is refitted from rows that time every variant; with
-    two candidates of three, none does: refine() says so, and the model is kept."""
+    two candidates of three, only inputs explored again complete one: refine() says so."""
     ran = []
     cv = code_variant("never-refit", tagged(ran), {"x": lambda x: float(x)}, default="a", check=same)
     cv.model = SelectorModel(VARIANTS, ["x"], "constant", {"label": 0})

@@ -19,8 +19,6 @@ ENV_URL = "NITRO_STORE"
 ENV_DATA_DIR = "NITRO_DATA_DIR"
 
 
-
-
 def default_data_dir() -> Path:
     """Per-user data directory of the embedded store (``$NITRO_DATA_DIR`` overrides)."""
     if os.environ.get(ENV_DATA_DIR):

@@ -162,7 +162,7 @@ def import_computation(store: Store, computation: str, directory, variants=None,
         untimed = [v for v in variants or () if v not in found and v not in (stored or {}).get("variants", ())]
         if untimed:     # a variant that failed everywhere joins so; a misspelt one must not join unsaid
             comma = any("," in v for v in found)     # a name the command line split at its comma
-            notes.append(f"variants {untimed} have no valid time in {directory}/measurements (timed: "
+            notes.append(f"variants {untimed} have no valid time in {directory}/measurements (measured: "
                          f"{found or 'none'}): recorded with no time on every input"
                          + ("; on the command line, quote a name holding a comma: '\"a,b\",c'" if comma else ""))
         variants = list(variants) if variants else found

@@ -21,7 +21,7 @@ import msgspec
 
 from ..measurement import TrainingRow
 from . import keys
-from .connection import StoreError
+from .errors import StoreError
 
 _MAX = 1.7976931348623157e308                   # the largest finite double: bounds exclude inf and NaN
 _Finite = Annotated[float, msgspec.Meta(ge=-_MAX, le=_MAX)]

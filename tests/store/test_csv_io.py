@@ -26,7 +26,7 @@ def test_export_import_round_trip(store, tmp_path):
     assert store.meta("hist-copy") == store.meta("hist")         # b, which failed everywhere, stays in
     assert store.rows("hist-copy", "dev1") == store.rows("hist", "dev1")     # the reasons too
     notes = import_computation(store, "hist-more", tmp_path / "ds", variants=["a", "b", "c"])["notes"]
-    assert notes == [f"variants ['c'] have no valid time in {tmp_path / 'ds'}/measurements (timed: ['a', 'b']): "
+    assert notes == [f"variants ['c'] have no valid time in {tmp_path / 'ds'}/measurements (measured: ['a', 'b']): "
                      "recorded with no time on every input"]
 
 
