@@ -179,7 +179,7 @@ class Store:
                 pipe.hset(keys.meta(computation), mapping={"variants": _dumps(variants), "features": _dumps(features)})
 
         self._call(self.client.setnx, keys.schema(), keys.SCHEMA_VERSION)   # the store's first: marked
-        self._watched(keys.meta(computation), declare, computation)
+        self._watched((keys.meta(computation),), declare, f"the declaration of {computation!r}")
         # after the metadata, so that a listed computation always has it (and idempotent, so
         # that a crash between the two is repaired by the next declare)
         self._call(self.client.sadd, keys.computations(), computation)
@@ -200,14 +200,15 @@ class Store:
                              f"unknown computation {computation!r} in the store (known: {known})")
         return {k.decode(): _loads(v, f"metadata of {computation!r}") for k, v in raw.items()}
 
-    def _watched(self, key: str, body: Callable, computation: str, attempts: int = 100):
-        """Run ``body(pipe)`` under WATCH of ``key``: it reads (the pipeline in immediate mode),
-        calls ``pipe.multi()`` and queues its writes, which are sent as one transaction; it runs
-        again when another client changed ``key`` in between."""
+    def _watched(self, watched: tuple[str, ...], body: Callable, what: str, attempts: int = 100):
+        """Run ``body(pipe)`` under WATCH of the ``watched`` keys: it reads (the pipeline in
+        immediate mode), calls ``pipe.multi()`` and queues its writes, which are sent as one
+        transaction; it runs again when another client changed a watched key in between
+        (``what`` names the write in the error after ``attempts`` tries)."""
         for _ in range(attempts):
             try:
                 with self.client.pipeline(transaction=True) as pipe:
-                    pipe.watch(key)
+                    pipe.watch(*watched)
                     body(pipe)
                     pipe.execute()
                 return
@@ -215,8 +216,8 @@ class Store:
                 continue
             except (redis.RedisError, RedisClusterException) as exc:
                 raise self._error(exc) from None
-        raise StoreError(f"store {self.name}: {key} changed under {attempts} attempts to write {computation!r} "
-                         "(other writers); run again: what was written is kept")
+        raise StoreError(f"store {self.name}: {what} changed under {attempts} attempts to write it (other writers); "
+                         "run again: what was written is kept")
 
     # -- training rows -----------------------------------------------------------------------
     def _check_rows(self, computation: str, rows: list[TrainingRow], meta: dict | None = None) -> dict:
@@ -256,7 +257,7 @@ class Store:
                 pipe.hset(key, items=[x for pair in zip([r.input_id for r in batch], encoded) for x in pair])
                 pipe.sadd(keys.computation_devices(computation), device_id)
 
-            self._watched(keys.meta(computation), write, computation)
+            self._watched((keys.meta(computation),), write, f"the declaration of {computation!r}")
 
     def merge_rows(self, computation: str, device_id: str, rows: Iterable[TrainingRow],
                    merge: Callable[[TrainingRow, TrainingRow | None], TrainingRow], attempts: int = 100) -> None:
@@ -268,27 +269,18 @@ class Store:
         where, decode = f"{computation}/{device_id}", decoder_for(meta)
         while batch := list(itertools.islice(rows, self.BATCH)):
             ids = [r.input_id for r in batch]
-            for _ in range(attempts):
-                try:
-                    with self.client.pipeline(transaction=True) as pipe:
-                        pipe.watch(key, keys.meta(computation))      # a removal at the same moment: read again
-                        meta = self._decode_meta(computation, pipe.hgetall(keys.meta(computation)))
-                        found = [(i.encode(), v) for i, v in zip(ids, pipe.hmget(key, ids)) if v is not None]
-                        stored = {r.input_id: r for r in decode_rows(where, found, decode)}
-                        out = [merge(r, stored.get(r.input_id)) for r in batch]
-                        self._check_rows(computation, out, meta)
-                        pipe.multi()
-                        pipe.hset(key, items=[x for pair in zip(ids, encode_rows(out)) for x in pair])
-                        pipe.sadd(keys.computation_devices(computation), device_id)
-                        pipe.execute()
-                    break
-                except redis.WatchError:      # another writer changed these rows: read them again
-                    continue
-                except (redis.RedisError, RedisClusterException) as exc:
-                    raise self._error(exc) from None
-            else:
-                raise StoreError(f"store {self.name}: the rows of {where} changed under {attempts} attempts to merge "
-                                 "a batch (other writers on this device); run again: what was written is kept")
+
+            def merged(pipe):        # the declaration watched too: a removal at the same moment
+                meta = self._decode_meta(computation, pipe.hgetall(keys.meta(computation)))
+                found = [(i.encode(), v) for i, v in zip(ids, pipe.hmget(key, ids)) if v is not None]
+                stored = {r.input_id: r for r in decode_rows(where, found, decode)}
+                out = [merge(r, stored.get(r.input_id)) for r in batch]
+                self._check_rows(computation, out, meta)
+                pipe.multi()
+                pipe.hset(key, items=[x for pair in zip(ids, encode_rows(out)) for x in pair])
+                pipe.sadd(keys.computation_devices(computation), device_id)
+
+            self._watched((key, keys.meta(computation)), merged, f"the rows of {where}", attempts)
 
     def _scan_rows(self, computation: str, device_id: str) -> Iterator[list[tuple[bytes, bytes]]]:
         """The raw fields of a device's rows, one HSCAN reply (about :attr:`BATCH`) at a time."""
