@@ -5,6 +5,7 @@ estimate compares the model with it on held-out sources, so that it can say wher
 fall below it."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import threading
 from collections import OrderedDict
@@ -22,12 +23,24 @@ FULL_SET_MAX_FIT = 10000
 # thousands of support vectors took 3.7 s a source on 100,000 synthetic inputs; on 2,000 the
 # standard error of a mean fraction of the optimum is still about 0.3 point.
 HELD_OUT_SCORE_MAX = 2000
-# Fitted full-set SVMs kept, by their training rows' content: leaving one device out, the SVM
-# of held-out source s for target t is the one of t for s, and each of `nitro evaluate`'s two
-# CV-DFS selections asks for every one; 16 devices refitted them 496 times, half of the run.
+# Fitted full-set SVMs kept, by their training rows' content, within :func:`fit_cache`: leaving
+# one device out, the SVM of held-out source s for target t is the one of t for s, and each of
+# `nitro evaluate`'s two CV-DFS selections asks for every one; 16 devices refitted them 496 times,
+# half of the run. Outside it (tune_from_source fits each once) nothing is kept.
 FIT_CACHE = 128
-_fits: OrderedDict[bytes, SVMSelector] = OrderedDict()
+_fits: OrderedDict[bytes, SVMSelector] | None = None
 _fits_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def fit_cache():
+    """Keep the full-set SVMs fitted inside (up to :data:`FIT_CACHE`), and none after."""
+    global _fits
+    outer, _fits = _fits, OrderedDict() if _fits is None else _fits
+    try:
+        yield
+    finally:
+        _fits = outer
 
 
 def full_set_svm_choices(data: TransferData, sources: list[int], inputs: np.ndarray, target: int,
@@ -43,20 +56,21 @@ def full_set_svm_choices(data: TransferData, sources: list[int], inputs: np.ndar
 
 
 def _fitted(X: np.ndarray, y: np.ndarray) -> SVMSelector:
-    """The full-set SVM fitted on ``(X, y)``, from :data:`FIT_CACHE` when these rows were fitted
-    before (the fit is deterministic, so a kept one is the one a refit would give)."""
+    """The full-set SVM fitted on ``(X, y)``, the one kept when these rows were fitted before
+    within :func:`fit_cache` (the fit is deterministic: a kept one is the one a refit would give)."""
     X, y = np.ascontiguousarray(X, dtype=float), np.ascontiguousarray(y)
     digest = hashlib.blake2b(digest_size=16)
     for part in (np.array(X.shape), X, np.array(y.shape), y, np.frombuffer(y.dtype.str.encode(), np.uint8)):
         digest.update(part.tobytes())
-    key = digest.digest()
+    key, kept = digest.digest(), _fits
     with _fits_lock:
-        if key in _fits:
-            _fits.move_to_end(key)
-            return _fits[key]
+        if kept is not None and key in kept:
+            kept.move_to_end(key)
+            return kept[key]
     est = SVMSelector(C_grid=(1.0,), gamma_grid=("scale",), max_fit=FULL_SET_MAX_FIT, max_support_vectors=None).fit(X, y)
-    with _fits_lock:
-        _fits[key] = est
-        while len(_fits) > FIT_CACHE:
-            _fits.popitem(last=False)
+    if kept is not None:
+        with _fits_lock:
+            kept[key] = est
+            while len(kept) > FIT_CACHE:
+                kept.popitem(last=False)
     return est

@@ -84,10 +84,20 @@ def test_a_second_search_of_one_prep_and_a_refit_of_the_same_rows_give_what_a_fr
     for target t / source s and for target s / source t: both are read back, not redone."""
     import nitro.transfer.baselines as baselines
     data = TransferData.from_measurements(planted())
-    monkeypatch.setattr(baselines, "_fits", type(baselines._fits)())
     fits = []
     monkeypatch.setattr(baselines.SVMSelector, "fit", lambda self, X, y, _fit=baselines.SVMSelector.fit:
                         fits.append(len(X)) or _fit(self, X, y))
+    prep = Prepared.build(data, list(range(7)), np.arange(len(data.inputs)))
+    cv_dfs(prep, max_size=2, progress=False)
+    cv_dfs(prep, max_size=2, progress=False)
+    assert len(fits) == 14                                 # outside fit_cache nothing is kept
+    fits.clear()
+    with baselines.fit_cache():
+        _kept_within(baselines, data, fits)
+    assert baselines._fits is None
+
+
+def _kept_within(baselines, data, fits):
     prep = Prepared.build(data, list(range(7)), np.arange(len(data.inputs)))
     first = cv_dfs(prep, max_size=2, progress=False)
     assert len(fits) == 7 and len(prep.searched) == 1     # one SVM per held-out source
