@@ -26,7 +26,7 @@ import sys
 from array import array
 
 from .model import SelectorModel
-from .model_params import PARAM_KEYS, flags, known_keys, real, vector
+from .model_params import PARAM_KEYS, flags, known_keys, known_version, real, vector
 
 FORMAT = "nitro-bundle"
 #: The bundle version written. 2: its models are of model format 2 (see :data:`nitro.model.FORMAT`)
@@ -309,12 +309,7 @@ class Bundle:
     def from_dict(cls, data) -> "Bundle":
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ValueError("not a nitro model bundle (no \"format\": \"nitro-bundle\")")
-        version = data.get("version")
-        if type(version) is not int or version not in READS:       # not true, not 1.0
-            newer = ": it was probably written by a newer nitro (upgrade nitro to read it)" \
-                if type(version) is int and version > VERSION else ""
-            raise ValueError(f"unsupported bundle version {version!r} (this nitro reads "
-                             f"{', '.join(map(str, READS))}){newer}")
+        known_version(data.get("version"), READS, VERSION, "bundle version")
         known_keys(data, FIELDS, "bundle field")
         for key, kind in (("computation", str), ("default", str), ("variants", list), ("input_features", list),
                           ("devices", dict)):

@@ -51,6 +51,11 @@ def failed_feature(error: BaseException, features: dict) -> str:
     return None
 
 
+def _pair(model: SelectorModel | None) -> tuple:
+    """A model and its compiled evaluator, installed together (one assignment)."""
+    return model, (model.compiled().predict_one if model is not None else None)
+
+
 class Dispatcher:
     """Chooses a variant for a feature vector with a :class:`SelectorModel`.
 
@@ -76,7 +81,7 @@ class Dispatcher:
     def __setstate__(self, state):
         model = state.pop("_active")
         self.__dict__.update(state)
-        self._active = (model, model.compiled().predict_one if model is not None else None)
+        self._active = _pair(model)
 
     @property
     def model(self) -> SelectorModel | None:
@@ -91,7 +96,7 @@ class Dispatcher:
             if model.input_features != self.features:
                 raise ValueError(f"the model was trained on features {model.input_features}, "
                                  f"not {self.features}")
-        self._active = (model, model.compiled().predict_one if model is not None else None)
+        self._active = _pair(model)
 
     def _check(self, values: list[float]):
         if len(values) != len(self.features):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from .model_params import flat_params, known_keys, variant_starts
+from .model_params import flat_params, known_keys, known_version, variant_starts
 
 #: The model format written. 2: parameters may hold ``unit`` (and gbt ``variant_trees``),
 #: which readers of format 1 silently dropped, choosing differently; readers of 2 refuse
@@ -120,11 +120,7 @@ class SelectorModel:
         if data.get("format") == "nitro-bundle":     # nitro.bundle.FORMAT (bundle imports this module)
             raise ValueError("a bundle of models, not one model: load it with nitro.bundle.Bundle.load "
                              "(on the command line: --bundle)")
-        fmt = data.get("format")
-        if type(fmt) is not int or fmt not in READS:          # not true, not 1.0
-            newer = ": it was probably written by a newer nitro (upgrade nitro to read it)" \
-                if type(fmt) is int and fmt > FORMAT else ""
-            raise ValueError(f"unsupported model format {fmt!r} (this nitro reads {', '.join(map(str, READS))}){newer}")
+        known_version(data.get("format"), READS, FORMAT, "model format")
         known_keys(data, ("format", *FIELDS), "model field")
         kind = data.get("kind")
         if kind not in KINDS:

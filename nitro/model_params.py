@@ -86,6 +86,15 @@ def known_keys(data: dict, allowed, what: str) -> None:
                          f"nitro (upgrade nitro to read it)")
 
 
+def known_version(value, reads, current: int, what: str) -> None:
+    """``ValueError`` unless ``value`` is one of the versions this nitro ``reads`` (an int: not
+    true, not 1.0), saying to upgrade where it is a later one than ``current``."""
+    if type(value) is not int or value not in reads:
+        newer = ": it was probably written by a newer nitro (upgrade nitro to read it)" \
+            if type(value) is int and value > current else ""
+        raise ValueError(f"unsupported {what} {value!r} (this nitro reads {', '.join(map(str, reads))}){newer}")
+
+
 def finite(*values: list[float]) -> bool:
     return all(all(map(math.isfinite, v)) for v in values)
 
