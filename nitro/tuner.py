@@ -27,6 +27,10 @@ def input_id(args: tuple) -> str:
     """A stable id for one input: the content hash of its arrays and values."""
     h = hashlib.sha1()
     for a in args:
+        if isinstance(a, np.generic):       # a NumPy number: the id of the same Python number
+            a = a.item()
+        if isinstance(a, np.ndarray) and a.dtype.hasobject:
+            raise TypeError(f"cannot derive an input id from an array of Python objects: pass ids= to set_training_args")
         if isinstance(a, np.ndarray):
             h.update(str((a.dtype.str, a.shape)).encode())
             h.update(np.ascontiguousarray(a).view(np.uint8).data)

@@ -259,3 +259,11 @@ def test_a_default_that_fails_where_the_others_disagree_is_warned_of():
     tuner.set_training_args([float(i) for i in range(1, 16)])
     with pytest.warns(UserWarning, match=r"on 5 inputs .* the default variant 'careful' failed, and the others"):
         tuner.tune([cv])
+
+
+def test_input_ids_are_the_same_for_numpy_and_python_numbers_and_object_arrays_need_ids():
+    from nitro.tuner import input_id
+    assert input_id((np.float64(1.0), np.int64(3))) == input_id((1.0, 3))     # a resume measures nothing again
+    assert input_id((np.arange(3.0),)) != input_id((np.arange(3),))            # an array's dtype still counts
+    with pytest.raises(TypeError, match="array of Python objects: pass ids="):
+        input_id((np.array(["a", None], dtype=object),))
