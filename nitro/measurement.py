@@ -35,6 +35,7 @@ tuner with it (a CUDA fault also poisons the whole context, so no worker could g
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from dataclasses import dataclass, field
@@ -199,6 +200,17 @@ def outputs_match(result: Any, reference: Any) -> bool:
     return bool(np.array_equal(a, b))
 
 
+def arrays_digest(args: tuple) -> bytes:
+    """A digest of the NumPy arrays among ``args`` (what a variant working in place would change;
+    other arguments are not looked into)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for a in args:
+        if isinstance(a, np.ndarray) and not a.dtype.hasobject:
+            digest.update(str((a.dtype.str, a.shape)).encode())
+            digest.update(np.ascontiguousarray(a).view(np.uint8).data)
+    return digest.digest()
+
+
 def _numeric(items) -> bool:
     """Whether a tuple or list holds numbers only (compared as one array)."""
     return all(isinstance(x, (int, float, complex, np.number, bool, np.bool_)) for x in items)
@@ -348,6 +360,7 @@ def measure_input(variants: Mapping[str, Callable], names: Sequence[str], args: 
     failed: dict[str, str] = {}
     samples: dict[str, list[float]] = {}
     have_reference = reference is not None
+    before = arrays_digest(args)
     for name in names:
         measured = [min(s) for s in samples.values() if s]
         if early_stopping is not None and measured and early_stopping.should_stop(measured, len(names)):
@@ -361,6 +374,11 @@ def measure_input(variants: Mapping[str, Callable], names: Sequence[str], args: 
         except Exception as exc:  # a failing variant must not stop tuning
             failed[name] = f"raised {type(exc).__name__}: {exc}"
             continue
+        if arrays_digest(args) != before:    # every later call would see another input: none is timed
+            why = f"not timed: {name!r} changed its array arguments in place (give it a copy of them)"
+            return ({v: None for v in names}, {**{v: why for v in names}, name: "changed its array arguments in "
+                    "place: the other variants would be timed on another input (give it a copy of them)"},
+                    judge({}, policy.tie))
         if have_reference:
             try:
                 same = bool(check(output, reference))

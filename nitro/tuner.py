@@ -367,7 +367,8 @@ class Autotuner:
         its classes are variant indices."""
         labelled = [r for r in rows if r.best is not None]
         if not labelled:
-            raise ValueError(f"{cv.name}: no training input has a valid variant to learn from")
+            why = f" (on input {rows[0].input_id}: {rows[0].failed})" if rows and rows[0].failed else ""
+            raise ValueError(f"{cv.name}: no training input has a valid variant to learn from{why}")
         X = np.array([[r.features[f] for f in cv.feature_names] for r in labelled])
         times = np.array([r.time_vector(cv.variant_names) for r in labelled], dtype=np.float64)
         return fit_selector(self.learner, X, times)

@@ -214,3 +214,23 @@ def test_retiming_stops_at_max_rounds_and_reports_undecided():
     assert verdict["noise"] > verdict["gap"]
     with pytest.raises(ValueError, match="max_rounds"):
         TimingPolicy(max_repeats=10, max_rounds=5)
+
+
+@pytest.mark.parametrize("isolate", [False, True])
+def test_a_variant_that_changes_its_array_arguments_leaves_the_input_untimed(isolate):
+    """A variant sorting its argument in place: every later call would see another (sorted)
+    input, so nothing of that input is timed, and the reason says which variant and what to do."""
+    def sorts_in_place(x):
+        x.sort()
+        return x.copy()
+
+    keys = np.random.default_rng(0).random(1000)
+    times, failed = measure_variants({"in_place": sorts_in_place, "copy": np.sort}, (keys.copy(),),
+                                     reference_variant="in_place",
+                                     policy=TimingPolicy(min_repeats=1, max_repeats=2, target_seconds=0.0, isolate=isolate))
+    assert times == {"in_place": None, "copy": None}
+    assert failed["in_place"].startswith("changed its array arguments in place")
+    assert failed["copy"] == "not timed: 'in_place' changed its array arguments in place (give it a copy of them)"
+    times, failed = measure_variants({"copy": np.sort, "again": lambda x: np.sort(x, kind="stable")}, (keys,),
+                                     policy=TimingPolicy(min_repeats=1, max_repeats=2, target_seconds=0.0))
+    assert not failed and all(t > 0 for t in times.values())      # variants that leave it as it is: timed
