@@ -48,10 +48,8 @@ from .noise import Verdict, judge
 
 
 MAX_CALLS_PER_SAMPLE = 100_000     # a timed loop of a short variant holds this many calls at most
+EXCLUDED = "excluded by constraint"  # the reason recorded for a variant a constraint kept from running
 
-
-
-EXCLUDED = "excluded by constraint"     # a variant a constraint kept from running on an input
 
 @dataclass(frozen=True)
 class TimingPolicy:
@@ -200,14 +198,20 @@ def outputs_match(result: Any, reference: Any) -> bool:
     return bool(np.array_equal(a, b))
 
 
+def hash_array(digest, a: np.ndarray) -> None:
+    """Feed an array's dtype, shape and bytes to a ``hashlib`` digest (input ids, in-place checks,
+    kept fits)."""
+    digest.update(str((a.dtype.str, a.shape)).encode())
+    digest.update(np.ascontiguousarray(a).view(np.uint8).data)
+
+
 def arrays_digest(args: tuple) -> bytes:
     """A digest of the NumPy arrays among ``args`` (what a variant working in place would change;
     other arguments are not looked into)."""
     digest = hashlib.blake2b(digest_size=16)
     for a in args:
         if isinstance(a, np.ndarray) and not a.dtype.hasobject:
-            digest.update(str((a.dtype.str, a.shape)).encode())
-            digest.update(np.ascontiguousarray(a).view(np.uint8).data)
+            hash_array(digest, a)
     return digest.digest()
 
 

@@ -12,7 +12,7 @@ import numpy as np
 from . import devices as devices_mod
 from .dispatch import feature_vector
 from .learn import SVMSelector, fit_selector, make_selector
-from .measurement import EXCLUDED, TimingPolicy, TrainingRow, measure_variants
+from .measurement import EXCLUDED, TimingPolicy, TrainingRow, hash_array, measure_variants
 from .model import SelectorModel
 from .noise import NoisyMachineWarning, format_report, summarize
 from .metrics import fraction_of_optimum
@@ -30,10 +30,9 @@ def input_id(args: tuple) -> str:
         if isinstance(a, np.generic):       # a NumPy number: the id of the same Python number
             a = a.item()
         if isinstance(a, np.ndarray) and a.dtype.hasobject:
-            raise TypeError(f"cannot derive an input id from an array of Python objects: pass ids= to set_training_args")
+            raise TypeError("cannot derive an input id from an array of Python objects: pass ids= to set_training_args")
         if isinstance(a, np.ndarray):
-            h.update(str((a.dtype.str, a.shape)).encode())
-            h.update(np.ascontiguousarray(a).view(np.uint8).data)
+            hash_array(h, a)
         elif isinstance(a, (str, int, float, bool, bytes)) or a is None:
             h.update(repr(a).encode())
         elif hasattr(a, "input_id"):
@@ -65,8 +64,8 @@ NOT_FAILURES = (EXCLUDED, SKIPPED)   # not run: nothing went wrong
 def _warn_if_checked_against_a_stand_in(cv: CodeVariant, rows: Sequence[TrainingRow]) -> None:
     """Warn where, without ``reference=``, the default variant failed on an input (or a constraint
     kept it from running) and the others, checked against the first of them that ran instead,
-    disagreed with it: which one is right is
-    not known there, and the stand-in was labelled best even if it is the wrong one."""
+    disagreed with it: which one is right is not known there, and the stand-in was labelled best
+    even if it is the wrong one."""
     if cv.reference is not None or not rows:
         return
     unsure = [r.input_id for r in rows if cv.default in r.failed and not r.failed[cv.default].startswith(

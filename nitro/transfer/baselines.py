@@ -14,6 +14,7 @@ import numpy as np
 
 from ..learn import SVMSelector
 from ..learn.kron import signed_log, varying_columns
+from ..measurement import hash_array
 from .data import TransferData, concatenate, stack_sources
 
 # Exact up to this many stacked rows (a reference, not a shipped model, so it may hold more
@@ -58,10 +59,10 @@ def full_set_svm_choices(data: TransferData, sources: list[int], inputs: np.ndar
 def _fitted(X: np.ndarray, y: np.ndarray) -> SVMSelector:
     """The full-set SVM fitted on ``(X, y)``, the one kept when these rows were fitted before
     within :func:`fit_cache` (the fit is deterministic: a kept one is the one a refit would give)."""
-    X, y = np.ascontiguousarray(X, dtype=float), np.ascontiguousarray(y)
+    X = np.asarray(X, dtype=float)
     digest = hashlib.blake2b(digest_size=16)
-    for part in (np.array(X.shape), X, np.array(y.shape), y, np.frombuffer(y.dtype.str.encode(), np.uint8)):
-        digest.update(part.tobytes())
+    hash_array(digest, X)
+    hash_array(digest, np.asarray(y))
     key, kept = digest.digest(), _fits
     with _fits_lock:
         if kept is not None and key in kept:
