@@ -31,7 +31,7 @@ stage gpu-tests 200 "$PYTHON" -m pytest -p no:cacheprovider $parallel -rs -v \
 grep -E "FAILED|ERROR|crashed|passed|failed" "$OUT/gpu_tests.log" | tail -30
 # record what datasets/ lacks: this GPU's families and this machine's CPU (a lent machine's CPU
 # is usually one nitro has no data of), each after a short quiet wait per input
-gpu=$("$PYTHON" -c "from nitro import cuda; print(cuda.device_id() or '')")
+gpu=$("$PYTHON" -c "from nitro.devices.gpu import cuda_device_id; print(cuda_device_id() or '')")
 cpu=$("$PYTHON" -c "from nitro.devices import cpu_device_id; print(cpu_device_id())")
 if [ -z "$gpu" ]; then
   "$PYTHON" -c "from nitro import cuda; print('no GPU to record:', cuda.variants_unavailable())"

@@ -102,16 +102,6 @@ def on_device(index: int | None = None):
         drv.Context.pop()
 
 
-def device_id() -> str | None:
-    """The stable id of the GPU the CUDA families run on (``nvidia_h100_80gb_hbm3``…), so that
-    training rows of a GPU family are recorded under the GPU; ``None`` without a usable GPU."""
-    if variants_unavailable() is not None:
-        return None
-    from .devices.gpu import gpu_device_id
-    with on_device() as drv:
-        return gpu_device_id(drv.Context.get_device().name())
-
-
 def to_host(array):
     """A device array's contents as a NumPy array, copied from any thread (NumPy arrays pass
     through)."""

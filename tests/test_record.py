@@ -8,6 +8,7 @@ from nitro import cuda, devices
 from nitro.dataset import load_dataset_dir
 from nitro.measurement import TimingPolicy
 from nitro.record import record_family
+from nitro.devices.gpu import cuda_device_id
 from nitro.devices.lineage import gpu_arch
 from nitro.store import Store
 
@@ -111,5 +112,5 @@ def test_a_gpu_family_records_under_its_gpu(clean_store, tmp_path):
     """Before 2026-11-26 ``nitro record histogram_cuda`` filed the GPU's rows and device record
     under this machine's CPU id."""
     r = record_family(clean_store, "histogram_cuda", tmp_path, n_train=1, n_test=0, **NO_WAIT)
-    assert r["device"] == cuda.device_id() and clean_store.device(r["device"])["multiprocessors"]["value"] > 0
+    assert r["device"] == cuda_device_id() and clean_store.device(r["device"])["multiprocessors"]["value"] > 0
     assert clean_store.device_metadata(r["device"])["arch"] == gpu_arch(clean_store.device(r["device"])["compute_capability"]["value"])

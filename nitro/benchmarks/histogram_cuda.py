@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import _variants
 from .. import cuda
+from ..devices.gpu import cuda_device_id
 from ..variant import CodeVariant, code_variant
 from . import histogram
 
@@ -122,7 +123,7 @@ def make_code_variant(name: str = "histogram_cuda") -> CodeVariant:
     """The family's code variant; on a machine with a usable GPU its ``device_id`` is that
     GPU's id, so training rows are recorded under the GPU (not the CPU)."""
     cv = code_variant(name, VARIANTS, FEATURES, default="shared_atomic_even", reference=reference, check=check)
-    cv.device_id = cuda.device_id()
+    cv.device_id = cuda_device_id()
     return cv
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import _variants, cuda
 from ..measurement import outputs_match
+from ..devices.gpu import cuda_device_id
 from ..variant import CodeVariant, code_variant
 from . import spmv
 
@@ -180,5 +181,5 @@ def make_code_variant(name: str = "spmv_cuda") -> CodeVariant:
     constraints = [(v, c) for v, c in spmv.CONSTRAINTS if v in VARIANTS]
     cv = code_variant(name, VARIANTS, FEATURES, default="csr_vector", constraints=constraints,
                       reference=reference, check=check)
-    cv.device_id = cuda.device_id()
+    cv.device_id = cuda_device_id()
     return cv

@@ -63,6 +63,16 @@ def gpu_device_id(name: str) -> str:
     return slug
 
 
+def cuda_device_id() -> str | None:
+    """The stable id of the GPU nitro's CUDA families run on (``nvidia_h100_80gb_hbm3``…), so
+    that training rows of a GPU family are recorded under the GPU; ``None`` without a usable GPU."""
+    from .. import cuda
+    if cuda.variants_unavailable() is not None:
+        return None
+    with cuda.on_device() as drv:
+        return gpu_device_id(drv.Context.get_device().name())
+
+
 def cuda_cores_per_sm(major: int, minor: int) -> int | None:
     """FP32 cores per multiprocessor of a compute capability; ``None`` when unknown."""
     return CORES_PER_SM.get((int(major), int(minor)))

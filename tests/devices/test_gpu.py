@@ -27,6 +27,14 @@ def test_empty_gpu_name_is_refused():
         gpu.gpu_device_id("--")
 
 
+def test_the_cuda_families_record_under_the_gpu_they_run_on():
+    """``cuda_device_id``: the id of the GPU nitro's CUDA variants run on, None where they cannot run."""
+    if cuda.variants_unavailable() is not None:
+        assert gpu.cuda_device_id() is None
+    else:
+        assert gpu.cuda_device_id() == gpu.list_gpus()[cuda.default_index()]["id"]
+
+
 @pytest.mark.parametrize("cc, cores", [((3, 5), 192), ((6, 0), 64), ((6, 1), 128), ((7, 0), 64),
                                        ((8, 0), 64), ((8, 6), 128), ((9, 0), 128), ((1, 0), None)])
 def test_cuda_cores_per_sm(cc, cores):
