@@ -49,9 +49,6 @@ _KIND_OP = {
                  " x = 0.5f * (x + *w); *w = x; }}",
 }
 _FILLER = "k = k * k + {c}u;"   # one integer multiply-add; nonlinear, so never folded together
-# What identifies each kind's operation in the generated source (for :func:`op_counts`).
-_MARKER = {"SP-GFLOP": "fmaf(", "DP-GFLOP": "= fma(", "ATOMIC": "atomicAdd(", "MEM-BW": "big[",
-           "SH-MEM-BW": "volatile float* w", "filler": "k = k * k +"}
 
 _TILE = r"""    __shared__ float tile[{shared}];
     for (int t = threadIdx.x; t < {shared}; t += blockDim.x) tile[t] = (float)t;
@@ -90,11 +87,6 @@ def source(kind: str, phi: int) -> str:
     real = "double" if kind == "DP-GFLOP" else "float"
     tile = _TILE.format(shared=SHARED_FLOATS) if kind == "SH-MEM-BW" and phi else ""  # only then is it read
     return _TEMPLATE.format(body="\n".join(lines), tile=tile, real=real)
-
-
-def op_counts(src: str) -> dict[str, int]:
-    """Operations of each kind written in a proxy's source, and the integer fillers."""
-    return {name: src.count(marker) for name, marker in _MARKER.items()}
 
 
 _compiled: dict = {}

@@ -6,7 +6,7 @@ A model over several sources fits each kept variant's fraction of the optimum on
 so a variant one source never ran (the SpMV data's ``hybrid`` on the Tesla P100) cannot be
 learnt there, and a source of another kind (a CPU among GPUs) teaches the wrong device.
 ``tune_from_source`` and ``nitro evaluate`` both keep the variants timed on every device
-(:func:`common_variants`). On one input, a kept variant without a time on any source (a
+(:func:`choose_variants`). On one input, a kept variant without a time on any source (a
 constraint excluded it: nitro's SpMV ``dia`` and ``ell`` on matrices they would fill in; or it
 failed everywhere) is the worst choice there, a fraction of 0, and the input is kept: leaving
 it out left the model blind where constraints bind (it chose ``dia`` on a third of a new CPU's
@@ -50,12 +50,6 @@ def untimed_variants(m: Measurements, devices) -> dict[str, list[str]]:
     devices = list(devices)
     counts = _timed(m, devices).notna().groupby(level=0).sum().reindex(index=devices, fill_value=0)
     return {v: [d for d in devices if counts.loc[d, v] == 0] for v in m.variants if (counts[v] == 0).any()}
-
-
-def common_variants(m: Measurements, devices) -> list[str]:
-    """The variants timed on at least one input on every one of ``devices``, in ``m``'s order."""
-    untimed = untimed_variants(m, devices)
-    return [v for v in m.variants if v not in untimed]
 
 
 def usable_inputs(m: Measurements, devices, variants) -> int:

@@ -8,7 +8,7 @@ from nitro import code_variant
 from nitro.cli import main
 from nitro.dataset import Measurements
 from nitro.measurement import TrainingRow
-from nitro.transfer.coverage import choose_variants, common_variants, sources_of_kind, untimed_variants
+from nitro.transfer.coverage import choose_variants, sources_of_kind, untimed_variants
 from nitro.transfer.tune import tune_from_source
 
 VARIANTS = ["a", "b", "c"]
@@ -31,8 +31,7 @@ def test_a_variant_a_source_never_ran_is_left_out_with_the_reason():
     m = measurements()
     m.times.loc["dev2", "c"] = np.nan
     assert untimed_variants(m, m.device_ids) == {"c": ["dev2"]}
-    assert common_variants(m, m.device_ids) == ["a", "b"]
-    assert common_variants(m, ["dev0", "dev1"]) == VARIANTS
+    assert untimed_variants(m, ["dev0", "dev1"]) == {}
     choice = choose_variants(m, m.device_ids)
     assert choice.variants == ["a", "b"] and choice.left_out == {"c": "not timed on dev2"} and choice.n_inputs == 30
 
