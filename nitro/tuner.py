@@ -413,15 +413,6 @@ class Autotuner:
             return self.measure(cv, indices=[where[i] for i in ids])
         return measure
 
-    def load_model(self, cv: CodeVariant, device_id: str | None = None) -> SelectorModel:
-        """Install the stored model of ``cv`` for ``device_id`` (this device by default)."""
-        device = device_id or cv.device_id or devices_mod.current_device_id()
-        data = self.store.model(cv.name, device)
-        if data is None:
-            raise LookupError(f"the store has no model of {cv.name!r} for device {device!r}")
-        cv.model = SelectorModel.from_dict(data)
-        return cv.model
-
 
 def autotuner(name: str, **kwargs) -> Autotuner:
     return Autotuner(name, **kwargs)

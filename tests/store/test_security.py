@@ -12,7 +12,6 @@ import pytest
 import redis
 
 import nitro
-from nitro import autotuner, code_variant
 from nitro.measurement import TrainingRow
 from nitro.store import Store, StoreError, keys
 from nitro.store.connection import connect, redact
@@ -58,9 +57,6 @@ def test_nothing_read_from_the_store_is_unpickled_or_evaluated(store, tmp_path):
     for read in readers:
         with pytest.raises(StoreError, match="malformed"):
             read()
-    cv = code_variant("hist", {"a": abs, "b": abs}, {"N": float})
-    with pytest.raises(StoreError, match="malformed model"):
-        autotuner("hist", store=store, progress=False).load_model(cv, "dev1")
     store.client.set(keys.schema(), pickle.dumps(Exploit(marker)))
     with pytest.raises(StoreError, match="unreadable schema version"):
         Store(client=store.client)
