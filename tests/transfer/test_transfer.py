@@ -10,7 +10,6 @@ from nitro.measurement import TrainingRow
 from nitro.model import SelectorModel
 from nitro.transfer.cvdfs import cv_dfs
 from nitro.transfer.data import TransferData, concatenate, stack_sources
-from nitro.transfer.pdfs import profile_dfs, select_proxies
 from nitro.transfer.prepare import Prepared
 from nitro.transfer.tune import refit_from_sources, tune_from_source
 
@@ -174,27 +173,6 @@ def test_cv_dfs_with_too_few_sources_names_them_and_the_way_out():
     prep = Prepared.build(data, [1, 2], np.arange(len(data.inputs)), extra_devices=[0])
     with pytest.raises(ValueError, match=r"at least 3 source devices, got 2 \(dev1, dev2\).*search_based_dfs off"):
         cv_dfs(prep, progress=False)
-
-
-def test_pdfs_picks_the_planted_proxy():
-    rng = np.random.default_rng(0)
-    proxy = {}
-    for p, metric in [("ATOMIC", "atomics"), ("MEM-BW", "dram"), ("SP-GFLOP", "flops")]:
-        for phi in range(6):
-            m = {"atomics": 0.02, "dram": 0.05, "flops": 0.05}
-            m[metric] = 0.2 * phi
-            proxy[(p, phi)] = {k: v + 0.01 * rng.random() for k, v in m.items()}
-    variants = {}
-    for i in range(10):
-        variants[("global_atomic", f"in{i}")] = {"atomics": 0.8 + 0.05 * rng.random(), "dram": 0.1, "flops": 0.05}
-        variants[("stream", f"in{i}")] = {"atomics": 0.02, "dram": 0.9, "flops": 0.1}
-    winners = select_proxies(proxy, variants)
-    assert winners["global_atomic"] == ["ATOMIC"] and winners["stream"] == ["MEM-BW"]
-    kept = profile_dfs(proxy, {k: v for k, v in variants.items() if k[0] == "global_atomic"},
-                       ["cores", "global_atomic_ns", "peak_gbps"])
-    assert kept == ["global_atomic_ns"]
-    with pytest.raises(ValueError, match="proxy profiles"):
-        profile_dfs({}, variants, ["cores"])
 
 
 def test_transferred_model_round_trips_through_the_store(store):

@@ -1,7 +1,30 @@
-"""P-DFS (Algorithm 1) on real CPU profiles recorded by ``tuner.profile`` (callgrind)."""
+"""P-DFS (Algorithm 1, ``nitro.transfer.pdfs``): on planted profiles, and on real CPU profiles
+recorded by ``tuner.profile`` (callgrind)."""
+import numpy as np
 import pytest
 
 from nitro.transfer.pdfs import PROXY_FEATURES, profile_dfs, select_proxies
+
+
+def test_pdfs_picks_the_planted_proxy():
+    rng = np.random.default_rng(0)
+    proxy = {}
+    for p, metric in [("ATOMIC", "atomics"), ("MEM-BW", "dram"), ("SP-GFLOP", "flops")]:
+        for phi in range(6):
+            m = {"atomics": 0.02, "dram": 0.05, "flops": 0.05}
+            m[metric] = 0.2 * phi
+            proxy[(p, phi)] = {k: v + 0.01 * rng.random() for k, v in m.items()}
+    variants = {}
+    for i in range(10):
+        variants[("global_atomic", f"in{i}")] = {"atomics": 0.8 + 0.05 * rng.random(), "dram": 0.1, "flops": 0.05}
+        variants[("stream", f"in{i}")] = {"atomics": 0.02, "dram": 0.9, "flops": 0.1}
+    winners = select_proxies(proxy, variants)
+    assert winners["global_atomic"] == ["ATOMIC"] and winners["stream"] == ["MEM-BW"]
+    kept = profile_dfs(proxy, {k: v for k, v in variants.items() if k[0] == "global_atomic"},
+                       ["cores", "global_atomic_ns", "peak_gbps"])
+    assert kept == ["global_atomic_ns"]
+    with pytest.raises(ValueError, match="proxy profiles"):
+        profile_dfs({}, variants, ["cores"])
 
 
 @pytest.mark.slow
