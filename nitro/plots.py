@@ -8,6 +8,7 @@ import numpy as np
 
 
 def plot_evaluation(result: dict, directory) -> list[str]:
+    """Write an evaluation's figures (``nitro evaluate`` result) into ``directory``; their paths."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

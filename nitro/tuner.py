@@ -415,4 +415,5 @@ class Autotuner:
 
 
 def autotuner(name: str, **kwargs) -> Autotuner:
+    """An :class:`Autotuner` named ``name`` (the README's entry point); ``kwargs`` go to it."""
     return Autotuner(name, **kwargs)

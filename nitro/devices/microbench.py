@@ -27,6 +27,10 @@ BENCHMARKS = {
 
 def run_until_stable(fn, arg, min_repeats: int = 5, max_repeats: int = 40, budget_s: float = 3.0,
                      max_spread: float = 0.10) -> dict:
+    """Call ``fn(arg)`` until its results are stable (interquartile range over median at most
+    ``max_spread``, after ``min_repeats``), or ``max_repeats`` calls or ``budget_s`` seconds;
+    ``{"median", "spread", "repeats"}``, with ``"unstable"`` saying why where they never were,
+    so that a busy machine gives a missing feature rather than a wrong number."""
     samples: list[float] = []
     start = time.perf_counter()
     spread = np.inf

@@ -17,6 +17,8 @@ from .budget import reexpression_weights, resolve_max_centres
 
 
 def rbf(A: np.ndarray, B: np.ndarray, gamma: float) -> np.ndarray:
+    """The RBF kernel matrix ``exp(-gamma * |a - b|²)`` between the rows of ``A`` and ``B``
+    (squared distances clipped at 0 against rounding)."""
     d2 = (A * A).sum(1)[:, None] + (B * B).sum(1)[None, :] - 2.0 * A @ B.T
     return np.exp(-gamma * np.maximum(d2, 0.0))
 

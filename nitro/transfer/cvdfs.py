@@ -54,6 +54,9 @@ SCORE_MAX = 20000   # training inputs a candidate subset is scored on (a random 
 
 @dataclass
 class CVDFSResult:
+    """What CV-DFS chose (the device features and subsets of the target's model) and why (each
+    temporary target's best subset and score), with its cost."""
+
     features: list[str]                      # device features kept (union over subsets)
     subsets: list[list[str]]                 # the subsets the target's model uses
     frequencies: dict[str, int]              # feature -> temporary targets whose best subset had it

@@ -12,6 +12,9 @@ from ..dataset import Measurements
 
 @dataclass
 class TransferData:
+    """A measurement table as the arrays cross-device learning works on: input features ``X``,
+    device features ``D`` and the times cube (devices × inputs × variants)."""
+
     inputs: list[str]
     input_features: list[str]
     X: np.ndarray                   # (n_inputs, d_in)

@@ -65,6 +65,10 @@ def fill_in(fractions: np.ndarray, X: np.ndarray, ran: np.ndarray) -> np.ndarray
 
 @dataclass
 class Prepared:
+    """Everything a cross-device fit over ``sources`` reuses: the learnable training inputs, the
+    standardised input features, the signed-log device features and the kernel grid (built once
+    by :meth:`build`, shared by CV-DFS, the fit, tune_from_source and nitro evaluate)."""
+
     data: TransferData
     sources: list[int]            # device indices usable as sources
     train: np.ndarray             # input indices a model can learn from on the sources (learnable)
