@@ -8,12 +8,13 @@ from ..variant import CodeVariant
 
 
 def as_args(item) -> tuple:
+    """A test input as a call's argument tuple, as ``set_training_args`` reads its items."""
     return item if isinstance(item, tuple) else (item,)
 
 
 def test_times(cv: CodeVariant, inputs, policy: TimingPolicy | None = None) -> np.ndarray:
-    """(inputs × variants) median seconds of every variant on every test input; NaN where a
-    variant failed or is excluded (scoring only: nothing is recorded)."""
+    """(inputs × variants) seconds of every variant on every test input, as tuning records them
+    (the fastest sample); NaN where a variant failed or is excluded (scoring only: nothing is recorded)."""
     rows = []
     for item in inputs:
         args = as_args(item)
