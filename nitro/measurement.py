@@ -440,8 +440,12 @@ def measure_variants(variants: Mapping[str, Callable], args: tuple, *, reference
     failed.update({n: EXCLUDED for n in order if n not in runnable})
     if policy.isolate and not cuda.driver_loaded():   # CUDA does not survive a fork
         from .measurement_worker import measure_isolated
-        got, why, judged = measure_isolated(variants, runnable, args, reference=reference, check=check,
-                                            policy=policy, early_stopping=early_stopping, counts=counts)
+
+        def in_worker(names, slot, guard):
+            return measure_input({n: guard(fn) for n, fn in variants.items()}, names, args, reference=reference,
+                                 check=check, policy=policy, early_stopping=early_stopping,
+                                 tally=Tally({n: k for k, n in enumerate(names)}, slot))
+        got, why, judged = measure_isolated(in_worker, runnable, policy.timeout, counts=counts)
     else:
         tally = Tally()
         got, why, judged = measure_input(variants, runnable, args, reference=reference, check=check, policy=policy,

@@ -34,10 +34,9 @@ import signal
 import sys
 import time
 import warnings
-from typing import Any, Callable, Mapping
+from typing import Callable
 
 from . import forksafe  # noqa: F401  (registers the OpenMP release before os.fork)
-from .measurement import Tally, TimingPolicy, measure_input
 from .noise import Verdict
 
 POLL_SECONDS = 0.5   # how often the parent looks at a running child's progress
@@ -66,8 +65,7 @@ def _die_with_parent() -> None:
         pass
 
 
-def _child(write_fd: int, names: list[str], variants: Mapping[str, Callable], args: tuple, reference: Any,
-           check: Callable, policy: TimingPolicy, early_stopping, slot):
+def _child(write_fd: int, measure: Callable, names: list[str], slot):
     """Body of the forked worker; never returns."""
     code = 0
     try:
@@ -77,10 +75,7 @@ def _child(write_fd: int, names: list[str], variants: Mapping[str, Callable], ar
         _die_with_parent()
         faulthandler.disable()   # a crash is reported by the parent, not as a traceback here
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))   # and leaves no core file
-        variants = {name: _guarded(fn) for name, fn in variants.items()}
-        tally = Tally({name: k for k, name in enumerate(names)}, slot)
-        times, failed, verdict = measure_input(variants, names, args, reference=reference, check=check,
-                                               policy=policy, early_stopping=early_stopping, tally=tally)
+        times, failed, verdict = measure(names, slot, _guarded)
         with os.fdopen(write_fd, "w") as out:
             out.write(json.dumps({"times": times, "failed": failed, "verdict": verdict.to_dict()}) + "\n")
     except BaseException:  # anything unexpected: the parent reports a non-zero exit
@@ -161,20 +156,22 @@ def _watch(pid: int, fd: int, slot, timeout: float | None) -> tuple[bytes, str |
     return buffer, reason, status
 
 
-def measure_isolated(variants: Mapping[str, Callable], names: list[str], args: tuple, *,
-                     reference: Any, check: Callable, policy: TimingPolicy, early_stopping=None,
+def measure_isolated(measure: Callable, names: list[str], timeout: float | None,
                      counts: dict | None = None) -> tuple[dict, dict, Verdict]:
     """Measure ``names`` (in this order) in forked workers; return ``(times, failed, verdict)``
-    for them, as :func:`nitro.measurement.measure_input` does in-process; ``counts`` works as
-    in :func:`nitro.measurement.measure_variants`."""
+    for them. In each worker ``measure(names, slot, guard)`` measures in-process (as
+    :func:`nitro.measurement.measure_input` does), each variant wrapped by ``guard`` and its calls
+    counted in ``slot`` (four doubles: :class:`nitro.measurement.Tally`); a call running past
+    ``timeout`` seconds is killed; ``counts`` works as in :func:`nitro.measurement.measure_variants`.
+    Taking the measuring function keeps this module free of nitro.measurement, which calls it."""
     crashed: dict[str, str] = {}
     todo = list(names)
     while todo:
         page = mmap.mmap(-1, mmap.PAGESIZE)
         slot = memoryview(page).cast("d")
         slot[0] = -1.0
-        pid, fd = _fork(todo, variants, args, reference, check, policy, early_stopping, slot)
-        answer, reason, status = _watch(pid, fd, slot, policy.timeout)
+        pid, fd = _fork(measure, todo, slot)
+        answer, reason, status = _watch(pid, fd, slot, timeout)
         running, calls, seconds = int(slot[0]), int(slot[2]), float(slot[3])
         slot.release()
         page.close()
