@@ -473,13 +473,18 @@ def cmd_record(args):
         if r["device_record_foreign_share"] is not None:
             lines.append(f"device record of {r['device']} taken with other work at "
                          f"{r['device_record_foreign_share']:.3f} of the CPUs"
-                         + (" (disturbed: a later run takes it again)" if r["device_record_foreign_share"] > args.max_foreign else ""))
+                         + (": the earlier record, taken at a quieter moment, is kept" if r["device_record_kept_earlier"]
+                            else " (disturbed: a later run takes it again)"
+                            if r["device_record_foreign_share"] > args.max_foreign else ""))
         lines.append(f"{r['computation']} on {r['device']}: {r['measured']} inputs measured, {r['resumed']} already "
                      f"recorded, in {r['seconds']:.0f} s; written to {r['directory']}")
         if r["measured"]:
-            lines.append(f"  other work's share of the CPUs while measuring: median {r['foreign_share_median']:.3f}, "
+            lines.append(f"  other work's share of the CPUs during the stored timings: median {r['foreign_share_median']:.3f}, "
                          f"max {r['foreign_share_max']:.3f}; {r['inputs_above_max_foreign']} inputs above "
-                         f"{args.max_foreign} after {args.attempts} attempts (a later run times them again)")
+                         f"{args.max_foreign} after {args.attempts} attempts"
+                         + (" (a later run times them again)" if r["inputs_above_max_foreign"] else ""))
+        if r["kept_earlier"]:
+            lines.append(f"  {r['kept_earlier']} inputs keep their earlier timing: this run's moment was busier")
         if r["inputs_not_waited_for"]:
             lines.append(f"  the machine never became quiet within --wait-timeout for {r['inputs_not_waited_for']} inputs")
         lines.append("  best variants: " + ", ".join(f"{v} {n}" for v, n in r["best_variants"].items()))

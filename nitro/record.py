@@ -5,7 +5,8 @@ Every variant is timed on the family's training and test inputs (``train_test_in
 ids on every machine), one input at a time and only at quiet moments: before each input nitro
 waits until other work takes under ``wait_share`` of the machine for ``wait_window`` (2 s), and afterwards compares
 the machine's CPU time with its own (:mod:`nitro.quiet`); an input during which other work took
-more than ``max_foreign`` is measured again (``attempts`` in all) and the quietest attempt kept.
+more than ``max_foreign`` is measured again (``attempts`` in all) and the quietest attempt kept; a
+later run times a disturbed input again and replaces its row only when it found a quieter moment.
 The device record's microbenchmarks are taken the same way. Rows go to the store as they are
 measured, so a run that stops resumes where it stopped.
 
@@ -138,36 +139,47 @@ def record_family(store: Store, family: str, directory, device_id: str | None = 
     quiet_enough = logged[logged["foreign_cpu_share"] <= max_foreign]
     disturbed = logged[(logged["computation"] == DEVICE_RECORD) & (logged["input"] == device)
                        & (logged["foreign_cpu_share"] > max_foreign)]
-    device_share = None
+    device_share, device_kept = None, False
     if store.device(device, missing_ok=True) is None or not disturbed.empty:   # none yet, or a disturbed one
         record, device_share, wall, tries, _ = _quietest(lambda: devices.local_record(device), *settings)
-        store.put_device(device, record)
-        _write_load(load_path, [{"computation": DEVICE_RECORD, "input": device, "foreign_cpu_share": device_share,
-                                 "wall_s": wall, "attempts": tries}])
+        # a busier moment than the stored record's keeps that one
+        device_kept = not disturbed.empty and float(disturbed["foreign_cpu_share"].min()) <= device_share
+        if not device_kept:
+            store.put_device(device, record)
+            _write_load(load_path, [{"computation": DEVICE_RECORD, "input": device, "foreign_cpu_share": device_share,
+                                     "wall_s": wall, "attempts": tries}])
     # kind, vendor and family beside the features: tune_from_source tells a new family by them
     store.put_device_metadata(device, devices.local_metadata(device, store.device(device)), replace=False)
     (directory / "device.json").write_text(json.dumps({device: store.device(device)}, indent=1))
     # recorded: a stored row and a line quiet enough (a disturbed input is timed again)
-    done = set(store.recorded_inputs(cv.name, device)) & set(quiet_enough.loc[quiet_enough["computation"] == cv.name, "input"])
-    lines, ids, gave_up = [], tuner.training_ids, 0
+    stored = set(store.recorded_inputs(cv.name, device))
+    done = stored & set(quiet_enough.loc[quiet_enough["computation"] == cv.name, "input"])
+    mine = logged[logged["computation"] == cv.name]
+    earlier = dict(zip(mine["input"], mine["foreign_cpu_share"].astype(float)))   # a disturbed input's stored share
+    shares, ids, gave_up, kept = [], tuner.training_ids, 0, 0
     for k in progress_bar(range(len(ids)), desc=f"recording {cv.name}", unit="input", enabled=progress):
         if ids[k] in done:
             continue
         rows, share, wall, tries, waited_out = _quietest(
             lambda: tuner.measure(cv, remeasure=True, indices=[k]), *settings)
-        store.put_row(cv.name, device, rows[0])
         gave_up += waited_out
-        lines.append({"computation": cv.name, "input": ids[k], "foreign_cpu_share": share, "wall_s": wall,
-                      "attempts": tries})
-        _write_load(load_path, lines[-1:])
+        if ids[k] in stored and earlier.get(ids[k], np.inf) <= share:
+            kept += 1               # timed at a busier moment than the stored row: that one stays
+            shares.append(earlier[ids[k]])
+            continue
+        store.put_row(cv.name, device, rows[0])
+        shares.append(share)
+        _write_load(load_path, [{"computation": cv.name, "input": ids[k], "foreign_cpu_share": share, "wall_s": wall,
+                                 "attempts": tries}])
     exported = export_computation(store, cv.name, directory / family, devices=[device], inputs=ids, replace=True)
     _write_load(load_path, [], keep=(cv.name, set(ids)))
-    shares = np.array([line["foreign_cpu_share"] for line in lines])
+    shares = np.array(shares)
     wanted = set(ids)
     best = pd.Series([r.best for r in store.rows(cv.name, device) if r.input_id in wanted and r.best is not None])
     best = best.value_counts()
     return {"device": device, "computation": cv.name, "directory": str(directory / family),
-            "inputs": len(ids), "measured": len(lines), "resumed": len(ids) - len(lines),
+            "inputs": len(ids), "measured": len(shares), "resumed": len(ids) - len(shares),
+            "kept_earlier": kept, "device_record_kept_earlier": device_kept,
             "foreign_share_median": float(np.median(shares)) if len(shares) else None,
             "foreign_share_max": float(shares.max()) if len(shares) else None,
             "inputs_above_max_foreign": int((shares > max_foreign).sum()), "inputs_not_waited_for": gave_up,

@@ -85,6 +85,34 @@ def test_an_input_timed_while_other_work_ran_is_timed_again(clean_store, tmp_pat
     assert again["measured"] == 1                                    # a disturbed input is timed again
 
 
+def test_a_run_at_a_busier_moment_keeps_the_quieter_timings(clean_store, tmp_path, busy_process):
+    """Before 2026-11-28 a run timing a disturbed input again stored its new timing even when other
+    work took more of the machine than during the stored one (0.45 -> 0.85 on a shared node)."""
+    args = dict(device_id="cpu_rerun_here", n_train=1, n_test=0, **{**NO_WAIT, "max_foreign": 0.0})
+    record_family(clean_store, "histogram", tmp_path, **{**args, "max_foreign": 1.0})
+    path = tmp_path / "foreign_load.csv"
+
+    def set_shares(value):
+        load = pd.read_csv(path)
+        load["foreign_cpu_share"] = value
+        load.to_csv(path, index=False)
+
+    set_shares(1e-6)           # disturbed (above 0.0) yet quieter than any moment beside a busy loop
+    row, device = clean_store.rows("histogram", "cpu_rerun_here")[0], clean_store.device("cpu_rerun_here")
+    with busy_process():
+        time.sleep(0.2)
+        r = record_family(clean_store, "histogram", tmp_path, **args)
+    assert (r["measured"], r["kept_earlier"], r["device_record_kept_earlier"]) == (1, 1, True)
+    assert clean_store.rows("histogram", "cpu_rerun_here")[0].times == row.times
+    assert clean_store.device("cpu_rerun_here") == device
+    assert pd.read_csv(path)["foreign_cpu_share"].max() < 0.001
+    set_shares(1.0)            # the busiest stored moment: the new timing replaces it
+    again = record_family(clean_store, "histogram", tmp_path, **{**args, "attempts": 1})
+    assert (again["kept_earlier"], again["device_record_kept_earlier"]) == (0, False)
+    assert clean_store.rows("histogram", "cpu_rerun_here")[0].times != row.times
+    assert pd.read_csv(path)["foreign_cpu_share"].max() < 1.0
+
+
 def test_a_folder_holds_one_devices_recording(clean_store, tmp_path):
     clean_store.put_device("cpu_one", {"cores": {"value": 2.0, "unit": "cores", "source": "query"}})
     record_family(clean_store, "histogram", tmp_path, device_id="cpu_one", n_train=1, n_test=0, **NO_WAIT)
