@@ -17,6 +17,8 @@ line, and the lines of inputs an earlier run recorded but this one did not expor
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import time
@@ -98,6 +100,31 @@ def _write_load(path: Path, lines: list[dict], keep: tuple[str, set] | None = No
     os.replace(part, path)
 
 
+class RecordingBusyError(OSError):
+    """The folder is being recorded by another process."""
+
+
+@contextlib.contextmanager
+def _only_recording(directory: Path):
+    """Hold ``directory``'s recording lock (``.nitro-record.lock``, released when this process ends,
+    even killed) or refuse: two recordings at once measure the same inputs twice, each one
+    disturbed by the other, and overwrite each other's ``foreign_load.csv``."""
+    path = directory / ".nitro-record.lock"
+    with open(path, "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            pid = f.read().strip() or "unknown"
+            raise RecordingBusyError(f"{directory} is being recorded by another process (pid {pid}): two recordings "
+                               "at once would time the same inputs twice, each disturbed by the other; wait for "
+                               "it to end, or stop it (a stopped recording resumes)") from None
+        f.truncate(0)
+        f.write(str(os.getpid()))
+        f.flush()
+        yield
+
+
 def record_family(store: Store, family: str, directory, device_id: str | None = None, n_train: int = 48,
                   n_test: int = 48, seed: int = 0, max_foreign: float = 0.05, wait_share: float = 0.10,
                   attempts: int = 5, wait_window: float = 2.0, wait_timeout: float = 600.0,
@@ -133,56 +160,57 @@ def record_family(store: Store, family: str, directory, device_id: str | None = 
         raise ValueError(f"{directory} holds the recording of {owner!r}: record {device!r} in another folder")
     store.declare(cv.name, cv.variant_names, cv.feature_names)   # first: a store refusing writes says so at once
     directory.mkdir(parents=True, exist_ok=True)
-    settings = (attempts, max_foreign, wait_share, wait_window, wait_timeout)
-    load_path = directory / "foreign_load.csv"
-    logged = _read_load(load_path)
-    quiet_enough = logged[logged["foreign_cpu_share"] <= max_foreign]
-    disturbed = logged[(logged["computation"] == DEVICE_RECORD) & (logged["input"] == device)
-                       & (logged["foreign_cpu_share"] > max_foreign)]
-    device_share, device_kept = None, False
-    if store.device(device, missing_ok=True) is None or not disturbed.empty:   # none yet, or a disturbed one
-        record, device_share, wall, tries, _ = _quietest(lambda: devices.local_record(device), *settings)
-        # a busier moment than the stored record's keeps that one
-        device_kept = not disturbed.empty and float(disturbed["foreign_cpu_share"].min()) <= device_share
-        if not device_kept:
-            store.put_device(device, record)
-            _write_load(load_path, [{"computation": DEVICE_RECORD, "input": device, "foreign_cpu_share": device_share,
-                                     "wall_s": wall, "attempts": tries}])
-    # kind, vendor and family beside the features: tune_from_source tells a new family by them
-    store.put_device_metadata(device, devices.local_metadata(device, store.device(device)), replace=False)
-    (directory / "device.json").write_text(json.dumps({device: store.device(device)}, indent=1))
-    # recorded: a stored row and a line quiet enough (a disturbed input is timed again)
-    stored = set(store.recorded_inputs(cv.name, device))
-    done = stored & set(quiet_enough.loc[quiet_enough["computation"] == cv.name, "input"])
-    mine = logged[logged["computation"] == cv.name]
-    earlier = dict(zip(mine["input"], mine["foreign_cpu_share"].astype(float)))   # a disturbed input's stored share
-    shares, ids, gave_up, kept = [], tuner.training_ids, 0, 0
-    for k in progress_bar(range(len(ids)), desc=f"recording {cv.name}", unit="input", enabled=progress):
-        if ids[k] in done:
-            continue
-        rows, share, wall, tries, waited_out = _quietest(
-            lambda: tuner.measure(cv, remeasure=True, indices=[k]), *settings)
-        gave_up += waited_out
-        if ids[k] in stored and earlier.get(ids[k], np.inf) <= share:
-            kept += 1               # timed at a busier moment than the stored row: that one stays
-            shares.append(earlier[ids[k]])
-            continue
-        store.put_row(cv.name, device, rows[0])
-        shares.append(share)
-        _write_load(load_path, [{"computation": cv.name, "input": ids[k], "foreign_cpu_share": share, "wall_s": wall,
-                                 "attempts": tries}])
-    exported = export_computation(store, cv.name, directory / family, devices=[device], inputs=ids, replace=True)
-    _write_load(load_path, [], keep=(cv.name, set(ids)))
-    shares = np.array(shares)
-    wanted = set(ids)
-    best = pd.Series([r.best for r in store.rows(cv.name, device) if r.input_id in wanted and r.best is not None])
-    best = best.value_counts()
-    return {"device": device, "computation": cv.name, "directory": str(directory / family),
-            "inputs": len(ids), "measured": len(shares), "resumed": len(ids) - len(shares),
-            "kept_earlier": kept, "device_record_kept_earlier": device_kept,
-            "foreign_share_median": float(np.median(shares)) if len(shares) else None,
-            "foreign_share_max": float(shares.max()) if len(shares) else None,
-            "inputs_above_max_foreign": int((shares > max_foreign).sum()), "inputs_not_waited_for": gave_up,
-            "device_record_foreign_share": device_share,
-            "best_variants": {str(v): int(n) for v, n in best.items()},
-            "measurements": exported["measurements"], "seconds": time.perf_counter() - started}
+    with _only_recording(directory):      # a second run here would measure the same inputs, disturbed
+        settings = (attempts, max_foreign, wait_share, wait_window, wait_timeout)
+        load_path = directory / "foreign_load.csv"
+        logged = _read_load(load_path)
+        quiet_enough = logged[logged["foreign_cpu_share"] <= max_foreign]
+        disturbed = logged[(logged["computation"] == DEVICE_RECORD) & (logged["input"] == device)
+                           & (logged["foreign_cpu_share"] > max_foreign)]
+        device_share, device_kept = None, False
+        if store.device(device, missing_ok=True) is None or not disturbed.empty:   # none yet, or a disturbed one
+            record, device_share, wall, tries, _ = _quietest(lambda: devices.local_record(device), *settings)
+            # a busier moment than the stored record's keeps that one
+            device_kept = not disturbed.empty and float(disturbed["foreign_cpu_share"].min()) <= device_share
+            if not device_kept:
+                store.put_device(device, record)
+                _write_load(load_path, [{"computation": DEVICE_RECORD, "input": device, "foreign_cpu_share": device_share,
+                                         "wall_s": wall, "attempts": tries}])
+        # kind, vendor and family beside the features: tune_from_source tells a new family by them
+        store.put_device_metadata(device, devices.local_metadata(device, store.device(device)), replace=False)
+        (directory / "device.json").write_text(json.dumps({device: store.device(device)}, indent=1))
+        # recorded: a stored row and a line quiet enough (a disturbed input is timed again)
+        stored = set(store.recorded_inputs(cv.name, device))
+        done = stored & set(quiet_enough.loc[quiet_enough["computation"] == cv.name, "input"])
+        mine = logged[logged["computation"] == cv.name]
+        earlier = dict(zip(mine["input"], mine["foreign_cpu_share"].astype(float)))   # a disturbed input's stored share
+        shares, ids, gave_up, kept = [], tuner.training_ids, 0, 0
+        for k in progress_bar(range(len(ids)), desc=f"recording {cv.name}", unit="input", enabled=progress):
+            if ids[k] in done:
+                continue
+            rows, share, wall, tries, waited_out = _quietest(
+                lambda: tuner.measure(cv, remeasure=True, indices=[k]), *settings)
+            gave_up += waited_out
+            if ids[k] in stored and earlier.get(ids[k], np.inf) <= share:
+                kept += 1               # timed at a busier moment than the stored row: that one stays
+                shares.append(earlier[ids[k]])
+                continue
+            store.put_row(cv.name, device, rows[0])
+            shares.append(share)
+            _write_load(load_path, [{"computation": cv.name, "input": ids[k], "foreign_cpu_share": share, "wall_s": wall,
+                                     "attempts": tries}])
+        exported = export_computation(store, cv.name, directory / family, devices=[device], inputs=ids, replace=True)
+        _write_load(load_path, [], keep=(cv.name, set(ids)))
+        shares = np.array(shares)
+        wanted = set(ids)
+        best = pd.Series([r.best for r in store.rows(cv.name, device) if r.input_id in wanted and r.best is not None])
+        best = best.value_counts()
+        return {"device": device, "computation": cv.name, "directory": str(directory / family),
+                "inputs": len(ids), "measured": len(shares), "resumed": len(ids) - len(shares),
+                "kept_earlier": kept, "device_record_kept_earlier": device_kept,
+                "foreign_share_median": float(np.median(shares)) if len(shares) else None,
+                "foreign_share_max": float(shares.max()) if len(shares) else None,
+                "inputs_above_max_foreign": int((shares > max_foreign).sum()), "inputs_not_waited_for": gave_up,
+                "device_record_foreign_share": device_share,
+                "best_variants": {str(v): int(n) for v, n in best.items()},
+                "measurements": exported["measurements"], "seconds": time.perf_counter() - started}

@@ -113,6 +113,23 @@ def test_a_run_at_a_busier_moment_keeps_the_quieter_timings(clean_store, tmp_pat
     assert pd.read_csv(path)["foreign_cpu_share"].max() < 1.0
 
 
+def test_a_folder_being_recorded_refuses_a_second_recording(clean_store, tmp_path):
+    """Before 2026-11-28 two ``nitro record`` runs in one folder both timed every input, each
+    disturbed by the other, and rewrote each other's foreign_load.csv."""
+    import fcntl
+    from nitro.record import RecordingBusyError
+    with open(tmp_path / ".nitro-record.lock", "a+") as other:     # another recording holds the folder
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        other.write("4242")
+        other.flush()
+        with pytest.raises(RecordingBusyError, match=r"being recorded by another process \(pid 4242\)"):
+            record_family(clean_store, "histogram", tmp_path, device_id="cpu_one", n_train=1, n_test=0, **NO_WAIT)
+    assert not (tmp_path / "foreign_load.csv").exists() and clean_store.rows("histogram", "cpu_one") == []
+    clean_store.put_device("cpu_one", {"cores": {"value": 2.0, "unit": "cores", "source": "query"}})
+    r = record_family(clean_store, "histogram", tmp_path, device_id="cpu_one", n_train=1, n_test=0, **NO_WAIT)
+    assert r["measured"] == 1      # once the other has ended (its lock gone with it), the folder is free
+
+
 def test_a_folder_holds_one_devices_recording(clean_store, tmp_path):
     clean_store.put_device("cpu_one", {"cores": {"value": 2.0, "unit": "cores", "source": "query"}})
     record_family(clean_store, "histogram", tmp_path, device_id="cpu_one", n_train=1, n_test=0, **NO_WAIT)
