@@ -22,6 +22,7 @@ import fcntl
 import json
 import os
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,7 @@ from . import devices, quiet
 from .benchmarks import load
 from .dataset import read_csv_file
 from .measurement import TimingPolicy
+from .noise import NoisyMachineWarning
 from .progress import progress_bar
 from .store import Store
 from .store.csv_io import export_computation
@@ -39,14 +41,18 @@ from .tuner import Autotuner
 LOAD_COLUMNS = ["computation", "input", "foreign_cpu_share", "wall_s", "attempts"]
 
 
-def _quietest(measure, attempts: int, max_foreign: float, wait_share: float, wait_window: float, wait_timeout: float):
+def _quietest(measure, attempts: int, max_foreign: float, wait_share: float, wait_window: float, wait_timeout: float,
+              on_give_up=None):
     """``measure()`` up to ``attempts`` times until other work took at most ``max_foreign`` of
     the CPUs during it; the quietest attempt's result, share, wall seconds, the attempts made,
-    and whether a wait for a quiet moment gave up (after that, its later attempts do not wait)."""
+    and whether a wait for a quiet moment gave up (after that, its later attempts do not wait;
+    ``on_give_up(share)`` is called with the share other work kept)."""
     best, gave_up = None, False
     for attempt in range(1, attempts + 1):
         if not gave_up:
-            gave_up = quiet.wait_until_quiet(wait_share, wait_window, wait_timeout)[1]
+            share, gave_up = quiet.wait_until_quiet(wait_share, wait_window, wait_timeout)
+            if gave_up and on_give_up is not None:
+                on_give_up(share)
         before = quiet.sample()
         result = measure()
         after = quiet.sample()
@@ -161,7 +167,18 @@ def record_family(store: Store, family: str, directory, device_id: str | None = 
     store.declare(cv.name, cv.variant_names, cv.feature_names)   # first: a store refusing writes says so at once
     directory.mkdir(parents=True, exist_ok=True)
     with _only_recording(directory):      # a second run here would measure the same inputs, disturbed
-        settings = (attempts, max_foreign, wait_share, wait_window, wait_timeout)
+        warned = []
+
+        def give_up(share):        # once per run: a machine that stays busy makes every input wait this long
+            if not warned:
+                warned.append(share)
+                warnings.warn(f"{cv.name}: other work kept {share:.0%} of the CPUs for {wait_timeout:g} s "
+                              f"(--wait-timeout), above {wait_share:g} (--wait-share): timing anyway, and a disturbed "
+                              "input is timed again by a later run. Each later input waits as long: where the machine "
+                              "stays busy, lower --wait-timeout or record at a quieter time", NoisyMachineWarning,
+                              stacklevel=4)
+
+        settings = (attempts, max_foreign, wait_share, wait_window, wait_timeout, give_up)
         load_path = directory / "foreign_load.csv"
         logged = _read_load(load_path)
         quiet_enough = logged[logged["foreign_cpu_share"] <= max_foreign]
