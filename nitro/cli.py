@@ -462,12 +462,18 @@ def cmd_record(args):
     for family in families:          # every name checked before anything is timed
         load(family)
     out = {}
-    for family in families:
-        out[family] = record_family(_store(args), family, args.directory, device_id=args.device_id,
-                                    n_train=args.train, n_test=args.test, seed=args.seed,
-                                    max_foreign=args.max_foreign, wait_share=args.wait_share,
-                                    wait_window=args.wait_window,
-                                    attempts=args.attempts, wait_timeout=args.wait_timeout, progress=not args.json)
+    try:
+        for family in families:
+            out[family] = record_family(_store(args), family, args.directory, device_id=args.device_id,
+                                        n_train=args.train, n_test=args.test, seed=args.seed,
+                                        max_foreign=args.max_foreign, wait_share=args.wait_share,
+                                        wait_window=args.wait_window,
+                                        attempts=args.attempts, wait_timeout=args.wait_timeout, progress=not args.json)
+    except KeyboardInterrupt:       # Ctrl-C or SIGTERM: say what is kept before "nitro: interrupted"
+        print(f"nitro record: stopped; the inputs timed so far stay in the store and in "
+              f"{Path(args.directory) / 'foreign_load.csv'}: run the same command again to resume "
+              "(each family's folder is written when its recording ends)", file=sys.stderr)
+        raise
     lines = []
     for r in out.values():
         if r["device_record_foreign_share"] is not None:

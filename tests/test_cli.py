@@ -1,4 +1,5 @@
 import json
+import os
 
 import numpy as np
 
@@ -290,3 +291,28 @@ def test_bundle_build_and_show_say_which_model_a_device_gets_and_why(capsys, tmp
     assert "on elsewhere: default (" in shown, shown          # the reason, as --json gives it
     assert main(["bundle", "show", str(out), "--device", "elsewhere", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["this_device"]["reason"] in shown
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="recording checks /proc/stat (Linux)")
+def test_ctrl_c_in_record_says_what_is_kept_and_how_to_resume(tmp_path):
+    """Before 2026-11-28 a Ctrl-C in `nitro record` printed only "nitro: interrupted", though the
+    inputs timed so far are kept and the same command resumes."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    env = {**os.environ, "NITRO_DATA_DIR": str(tmp_path / "store")}
+    load = tmp_path / "rec" / "foreign_load.csv"
+    run = subprocess.Popen([sys.executable, "-m", "nitro.cli", "record", "histogram", str(tmp_path / "rec"),
+                            "--train", "40", "--test", "0", "--wait-timeout", "0", "--attempts", "1",
+                            "--max-foreign", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                           env=env, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and run.poll() is None and not (
+            load.exists() and "histogram," in load.read_text()):
+        time.sleep(0.1)
+    run.send_signal(signal.SIGINT)
+    _, err = run.communicate(timeout=60)
+    assert run.returncode == 130, err
+    lines = err.strip().splitlines()
+    assert lines[-1] == "nitro: interrupted" and "run the same command again to resume" in lines[-2]
