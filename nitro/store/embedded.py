@@ -106,7 +106,7 @@ def open_server(data_file: Path) -> redis.Redis:
         client.config_set("appendonly", "yes")   # rewrites the append-only file from the loaded data
     client.nitro_watchdog = None
     if client.cleanupregistry:          # this process started the server: it starts the watchdog
-        client.nitro_watchdog = start_watchdog(client.socket_file, client.pid, data_file.parent / LOCK_FILE).pid
+        client.nitro_watchdog = start_watchdog(client.socket_file, client.pid, data_file.parent / LOCK_FILE)
         _warn_if_cut(client, data_file.parent / AOF_FILE)
     client.nitro_owner = os.getpid()
     client.nitro_directory = data_file.parent
@@ -129,13 +129,20 @@ def _warn_if_cut(client: redis.Redis, aof: Path) -> None:
                       "before the cut was loaded; the last write, cut off, is lost", RuntimeWarning, stacklevel=3)
 
 
-def start_watchdog(socket_file: str, server_pid: int, lock_file: Path) -> subprocess.Popen:
-    """Start the watchdog of a server in a new session (it survives this process and its group)."""
+def start_watchdog(socket_file: str, server_pid: int, lock_file: Path) -> int:
+    """Start the watchdog of a server in a new session (it survives this process and its group);
+    its pid. The script forks and its first process ends at once, so that no process of ours is
+    left running unwaited (Python's ResourceWarning) and the watchdog's end leaves no zombie here."""
     script = Path(__file__).with_name("watchdog.py")
-    return subprocess.Popen([sys.executable, "-I", "-S", str(script), socket_file, str(server_pid), str(os.getpid()),
-                             str(lock_file)],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True, close_fds=True)
+    with subprocess.Popen([sys.executable, "-I", "-S", str(script), socket_file, str(server_pid), str(os.getpid()),
+                           str(lock_file)],
+                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                          start_new_session=True, close_fds=True) as starter:
+        line = starter.stdout.readline()
+    if not line.strip().isdigit():
+        raise RuntimeError(f"the embedded store's watchdog did not start (exit status {starter.returncode}); "
+                           "is the Python running nitro able to fork?")
+    return int(line)
 
 
 def release(client: redis.Redis) -> None:

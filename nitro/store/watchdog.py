@@ -2,8 +2,9 @@
 
 Run as a script (``python watchdog.py SOCKET SERVER_PID OWNER_PID LOCK_FILE``, standard library only, so
 it starts in ~20 ms and imports nothing of nitro). It is started in its own session by the
-process that started the server, so killing that process, even with SIGKILL, or its process
-group leaves the watchdog running. Every half second it lists the server's clients: nitro names
+process that started the server, and forks once so that it is not that process's child (the
+starter reads its pid and waits for the fork's parent), so killing that process, even with
+SIGKILL, or its process group leaves the watchdog running. Every half second it lists the server's clients: nitro names
 its connections ``nitro-<pid>``, and once no client other than itself is connected and none of
 the pids it has seen is alive (twice in a row), it sends ``SHUTDOWN SAVE`` — the server flushes
 its append-only file and writes its snapshot, as on a clean exit — and exits; the last check
@@ -148,4 +149,9 @@ def watch(socket_path: str, server_pid: int, owner_pid: int, lock_path: str) -> 
 if __name__ == "__main__":
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # a terminal's Ctrl-C is for nitro, not for us
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    child = os.fork()           # the starter waits for this process only: it prints the watchdog's pid and
+    if child:                   # ends, so the watchdog is no child of the starter (no process left unwaited)
+        print(child, flush=True)
+        os._exit(0)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
     watch(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])

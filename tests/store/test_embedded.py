@@ -266,3 +266,24 @@ def test_processes_starting_at_once_share_one_server_and_keep_every_row(tmp_path
                                  "print(*[len(s.rows('race', f'd{k}')) for k in range(6)])"],
                                 env=_env(data), capture_output=True, text=True, timeout=60)
         assert counts.stdout.split() == [str(4 + 8 * k) for k in range(6)], counts.stderr[-300:]
+
+
+QUIET = """
+import os
+from nitro.store import Store
+store = Store()
+store.client.set("k", "v")
+with open(f"/proc/{store.client.nitro_watchdog}/stat") as stat:
+    print(stat.read().rsplit(")", 1)[1].split()[1] != str(os.getpid()), flush=True)
+"""
+
+
+def test_the_watchdog_is_no_child_left_running(tmp_path):
+    """The process that starts the server starts its watchdog without keeping it as a child:
+    Python warned ``subprocess N is still running`` (ResourceWarning) when the watchdog's
+    Popen object was dropped, under ``-X dev`` at every store opened, and the watchdog still works."""
+    out = subprocess.run([sys.executable, "-X", "dev", "-W", "error::ResourceWarning", "-c", QUIET],
+                         env=_env(tmp_path), capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "ResourceWarning" not in out.stderr and "still running" not in out.stderr, out.stderr
+    assert out.stdout.split() == ["True"], "the watchdog's parent is the process that opened the store"
