@@ -458,7 +458,7 @@ def cmd_record(args):
     from .record import record_family
     families = _split(args.families)
     if not families:
-        raise ValueError("name at least one benchmark family to record (histogram,spmv,...)")
+        raise ValueError("name at least one benchmark family to record (histogram,spmv,..., or a module of your own)")
     for family in families:          # every name checked before anything is timed
         load(family)
     out = {}
@@ -705,7 +705,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("record", parents=[common],
                        help="time benchmark families' training and test inputs here, at quiet moments, "
                             "and write them as a dataset folder with the device record")
-    p.add_argument("families", help="comma-separated benchmark families (histogram,spmv,...)")
+    p.add_argument("families", help="comma-separated benchmark families (histogram,spmv,...), nitro's or "
+                   "your own family modules by import name (mylib.tuning.sumsq) or file (tuning/sumsq.py)")
     p.add_argument("directory", help="folder for device.json, foreign_load.csv and one sub-folder per family")
     p.add_argument("--device-id", help="id to record under (default: the GPU of a GPU family (histogram_cuda, spmv_cuda), else this machine's CPU id)")
     p.add_argument("--train", type=int, default=48, help="training inputs per family (default 48)")

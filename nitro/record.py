@@ -12,7 +12,7 @@ measured, so a run that stops resumes where it stopped.
 
 Written under ``directory``: ``device.json`` (the device record), ``foreign_load.csv`` (per
 computation and input: the other work's share, wall seconds, attempts; a resumed input keeps its
-line, and the lines of inputs an earlier run recorded but this one did not export are dropped) and ``<family>/{devices,inputs,measurements}.csv``, read by ``nitro evaluate``,
+line, and the lines of inputs an earlier run recorded but this one did not export are dropped) and ``<computation>/{devices,inputs,measurements}.csv`` (the code variant's name), read by ``nitro evaluate``,
 ``nitro store import`` and :func:`nitro.dataset.load_dataset_dir`.
 """
 from __future__ import annotations
@@ -216,13 +216,13 @@ def record_family(store: Store, family: str, directory, device_id: str | None = 
             shares.append(share)
             _write_load(load_path, [{"computation": cv.name, "input": ids[k], "foreign_cpu_share": share, "wall_s": wall,
                                      "attempts": tries}])
-        exported = export_computation(store, cv.name, directory / family, devices=[device], inputs=ids, replace=True)
+        exported = export_computation(store, cv.name, directory / cv.name, devices=[device], inputs=ids, replace=True)
         _write_load(load_path, [], keep=(cv.name, set(ids)))
         shares = np.array(shares)
         wanted = set(ids)
         best = pd.Series([r.best for r in store.rows(cv.name, device) if r.input_id in wanted and r.best is not None])
         best = best.value_counts()
-        return {"device": device, "computation": cv.name, "directory": str(directory / family),
+        return {"device": device, "computation": cv.name, "directory": str(directory / cv.name),
                 "inputs": len(ids), "measured": len(shares), "resumed": len(ids) - len(shares),
                 "kept_earlier": kept, "device_record_kept_earlier": device_kept,
                 "foreign_share_median": float(np.median(shares)) if len(shares) else None,

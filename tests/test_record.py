@@ -159,3 +159,37 @@ def test_a_gpu_family_records_under_its_gpu(clean_store, tmp_path):
     r = record_family(clean_store, "histogram_cuda", tmp_path, n_train=1, n_test=0, **NO_WAIT)
     assert r["device"] == cuda_device_id() and clean_store.device(r["device"])["multiprocessors"]["value"] > 0
     assert clean_store.device_metadata(r["device"])["arch"] == gpu_arch(clean_store.device(r["device"])["compute_capability"]["value"])
+
+
+OWN_FAMILY = '''
+"""A user's own family: the sum of squares, by NumPy and by a Python loop."""
+import numpy as np
+from nitro import CodeVariant
+
+VARIANTS = {"numpy": lambda x: float(np.dot(x, x)), "loop": lambda x: float(sum(v * v for v in x))}
+FEATURES = {"n": lambda x: float(x.size)}
+
+
+def make_code_variant(name="sumsq"):
+    return CodeVariant(name, VARIANTS, FEATURES, default="numpy")
+
+
+def train_test_inputs(n_train=4, n_test=2, seed=0):
+    rng = np.random.default_rng(seed)
+    sizes = [2 ** (3 + k) for k in range(n_train + n_test)]
+    items = [rng.random(n) for n in sizes]
+    ids = [f"sumsq-{seed}-{k}" for k in range(len(items))]
+    return (items[:n_train], ids[:n_train]), (items[n_train:], ids[n_train:])
+'''
+
+
+def test_a_family_of_ones_own_records_from_its_file(clean_store, tmp_path):
+    """``nitro record`` takes a user's family module (its file or import name) that offers the
+    contract's names: it had refused anything but nitro's own families."""
+    path = tmp_path / "sumsq_family.py"
+    path.write_text(OWN_FAMILY)
+    r = record_family(clean_store, str(path), tmp_path / "rec", device_id="cpu_own", n_train=3, n_test=1, **NO_WAIT)
+    assert (r["computation"], r["measured"], r["inputs"]) == ("sumsq", 4, 4)
+    m = load_dataset_dir(tmp_path / "rec" / "sumsq")
+    assert sorted(m.variants) == ["loop", "numpy"] and len(m.inputs) == 4
+    assert m.device_ids == ["cpu_own"]

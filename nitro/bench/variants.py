@@ -41,7 +41,7 @@ def bench_family(family: str, seed: int = 0, policy: TimingPolicy | None = None,
     number), then score it on its test inputs: the exhaustive optimum, the tuned choice, and
     the tuned call (features + dispatch + variant) against the NumPy/SciPy routine, the two
     timed in turns on each input."""
-    module = benchmarks.load(family)
+    module = benchmarks.load(family, benchmarks.NEEDS + ("baseline",))
     policy = policy or TimingPolicy()
     sizes = {"n_test": n_test} if n_train is None else {"n_train": n_train, "n_test": n_test}
     (train, train_ids), (test, test_ids) = module.train_test_inputs(seed=seed, **sizes)

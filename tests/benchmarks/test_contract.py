@@ -30,3 +30,25 @@ def test_gpu_family_says_why_it_cannot_run(family):
 def test_unknown_family_is_named():
     with pytest.raises(ValueError, match="unknown benchmark family 'nope'"):
         load("nope")
+
+
+def test_a_module_of_ones_own_is_loaded_and_checked(tmp_path, monkeypatch):
+    """A user's family loads by file or import name; one lacking the contract's names, a file
+    that does not exist and a module that cannot be imported are refused naming the problem."""
+    (tmp_path / "mine_ok.py").write_text("def make_code_variant(): pass\ndef train_test_inputs(): pass\n")
+    (tmp_path / "mine_half.py").write_text("def make_code_variant(): pass\n")
+    assert load(str(tmp_path / "mine_ok.py")).__name__ == "mine_ok"
+    assert load(str(tmp_path / "mine_ok.py")) is load(str(tmp_path / "mine_ok.py"))
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "__init__.py").write_text("")
+    (tmp_path / "mypkg" / "fam.py").write_text((tmp_path / "mine_ok.py").read_text())
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert load("mypkg.fam").__name__ == "mypkg.fam"
+    with pytest.raises(ValueError, match="'.*mine_half.py' is not a family module: it has no train_test_inputs"):
+        load(str(tmp_path / "mine_half.py"))
+    with pytest.raises(ValueError, match="does not exist"):
+        load(str(tmp_path / "absent.py"))
+    with pytest.raises(ValueError, match="'nosuchpkg.family' cannot be imported"):
+        load("nosuchpkg.family")
+    with pytest.raises(ValueError, match="no baseline"):
+        load(str(tmp_path / "mine_ok.py"), needs=("baseline",))
