@@ -40,6 +40,7 @@ from . import forksafe  # noqa: F401  (registers the OpenMP release before os.fo
 from .noise import Verdict
 
 POLL_SECONDS = 0.5   # how often the parent looks at a running child's progress
+TIMED_OUT = "timed out after {:g} s"   # the reason of a call killed at its time-out
 
 
 class ExitInVariant(Exception):
@@ -141,7 +142,7 @@ def _watch(pid: int, fd: int, slot, timeout: float | None) -> tuple[bytes, str |
             elif slot[1] != seen:
                 seen, deadline = slot[1], time.monotonic() + (timeout or float("inf"))
             elif time.monotonic() >= deadline:
-                reason = f"timed out after {timeout:g} s"
+                reason = TIMED_OUT.format(timeout)
                 break
     except BaseException:        # Ctrl-C (or any error) here: the worker must not outlive the tuner
         interrupted = True

@@ -16,9 +16,11 @@ size with a threshold.
 from __future__ import annotations
 
 import itertools
+import json
 import math
-import multiprocessing
+import os
 import re
+import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -27,6 +29,8 @@ import numpy as np
 
 from .. import cuda
 from ..measurement import TimingPolicy
+from ..measurement_worker import TIMED_OUT, measure_isolated
+from ..noise import Verdict
 from .base import TimeSelector, slowdown
 
 
@@ -150,29 +154,41 @@ def _time_path(program, args, config, policy: TimingPolicy, warm: bool = False):
     return float(np.median(samples)), path
 
 
-class _Streaming(Thresholds):
-    """Sends each comparison to the parent as it happens, so that a run killed at its deadline
-    still tells which path it was on."""
+class _Logging(Thresholds):
+    """Appends each comparison to a file as it happens (one JSON line, unbuffered), so that a
+    run killed at its deadline still tells which path it was on."""
 
-    def __init__(self, values, conn):
+    def __init__(self, values, fd: int):
         super().__init__(values)
-        self.conn = conn
+        self.fd = fd
 
     def __call__(self, name, size):
         outcome = super().__call__(name, size)
-        self.conn.send(("cmp", name, float(size), outcome))
+        os.write(self.fd, (json.dumps([name, float(size), outcome]) + "\n").encode())
         return outcome
 
 
-def _child(conn, program, args, config, policy):
-    try:
-        program(_Streaming(config, conn), *args)                 # warm-up, streams its path
-        seconds, _ = _time_path(program, args, config, TimingPolicy(1, policy.min_repeats, policy.max_repeats,
-                                                                    policy.target_seconds), warm=True)
-        conn.send(("ok", seconds))
-    except BaseException as exc:  # report, never hang the parent
-        conn.send(("error", f"{type(exc).__name__}: {exc}"))
-    conn.close()
+def _run_isolated(program, args, config, policy, deadline: float):
+    """(seconds or inf, path, note) of one path timed in a forked worker
+    (:func:`nitro.measurement_worker.measure_isolated`) killed at ``deadline`` seconds."""
+    with tempfile.TemporaryFile() as log:
+        def measure(names, slot, guard):      # in the worker
+            try:
+                program(_Logging(config, log.fileno()), *args)                # warm-up, logs its path
+                seconds, _ = _time_path(program, args, config, TimingPolicy(1, policy.min_repeats, policy.max_repeats,
+                                                                            policy.target_seconds), warm=True)
+                return {names[0]: seconds}, {}, Verdict(names[0], math.nan, math.nan, "decided")
+            except BaseException as exc:  # the program's failure, reported as its note
+                return {}, {names[0]: f"{type(exc).__name__}: {exc}"}, Verdict(None, math.nan, math.nan, "decided")
+
+        times, failed, _ = measure_isolated(measure, ["program"], deadline)
+        log.seek(0)
+        lines = log.read().decode().split("\n")[:-1]        # a line cut by the kill is dropped
+    path = tuple((name, size, outcome) for name, size, outcome in map(json.loads, lines))
+    if "program" not in failed:
+        return times["program"], path, ""
+    note = failed["program"]
+    return math.inf, path, "timeout" if note == TIMED_OUT.format(deadline) else note
 
 
 def _run(program, args, config, policy, deadline: float, isolate: bool):
@@ -182,34 +198,7 @@ def _run(program, args, config, policy, deadline: float, isolate: bool):
     process that has loaded the CUDA driver never forks (a forked child cannot use CUDA): its
     runs are in-process."""
     if isolate and not cuda.driver_loaded():
-        ctx = multiprocessing.get_context("fork")
-        recv, send = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_child, args=(send, program, args, config, policy), daemon=True)
-        start = time.perf_counter()
-        proc.start()
-        send.close()
-        path, result = [], None
-        try:
-            while result is None:
-                left = deadline - (time.perf_counter() - start)
-                if left <= 0 or not recv.poll(left):
-                    break
-                msg = recv.recv()
-                if msg[0] == "cmp":
-                    path.append(tuple(msg[1:]))
-                else:
-                    result = msg
-        except EOFError:
-            result = ("error", "the timing process died")
-        if result is None:
-            proc.kill()
-        proc.join()
-        recv.close()
-        if result is None:
-            return math.inf, tuple(path), "timeout"
-        if result[0] != "ok":
-            return math.inf, tuple(path), result[1]
-        return result[1], tuple(path), ""
+        return _run_isolated(program, args, config, policy, deadline)
     th = Thresholds(config)
     start = time.perf_counter()
     try:

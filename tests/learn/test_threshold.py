@@ -76,6 +76,24 @@ def test_a_slow_path_is_cut_off_by_the_timeout():
     assert spent < 20
 
 
+def test_a_path_that_crashes_is_failed_with_the_reason_and_avoided():
+    """Isolated tuning: a path that segfaults kills only its worker; it is recorded as infinitely
+    slow with the reason and the path it took, and the tuned threshold keeps every dataset off it."""
+    import ctypes
+
+    def program(th, a):
+        if th("crash", a.size):
+            ctypes.string_at(0)
+        return a.sum()
+
+    data = [(np.arange(n, dtype=float),) for n in (4, 64)]
+    r = tune_thresholds(program, data, {"crash": 0.0}, ids=["4", "64"], policy=ONE)
+    crashed = [t for t in r.timings if t[1][-1][2]]
+    assert crashed and all(t[2] == math.inf and t[3] == "killed by SIGSEGV" for t in crashed)
+    assert all(len(t[1]) == 1 and t[1][0][:2] == ("crash", float(t[0])) for t in crashed)
+    assert r.thresholds["crash"] == math.inf and all(math.isfinite(s) for s in r.per_dataset.values())
+
+
 def test_emitted_python_and_c_rules_agree():
     data = datasets(range(2, 9))
     r = tune_thresholds(convolve, data, {"fft": 0.0}, policy=ONE, isolate=False)
