@@ -4,7 +4,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.nitro-installed
-SOURCES := pyproject.toml CMakeLists.txt $(wildcard variants_cpp/* microbench/* proxies/* nitro/*.cpp nitro/*.hpp)
+# nitro/*/__init__.py: the editable install maps each module to its file, so a module that
+# becomes a package (nitro/refine.py -> nitro/refine/) needs the install made again
+SOURCES := pyproject.toml CMakeLists.txt $(wildcard variants_cpp/* microbench/* proxies/* nitro/*.cpp nitro/*.hpp nitro/*/__init__.py)
 
 .PHONY: demo test install clean
 
