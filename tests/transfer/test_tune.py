@@ -1,178 +1,15 @@
-"""Cross-device learning on data generated with a known answer."""
+"""tune_from_source and the sources' refit (``nitro.transfer.tune``) on planted data recorded in a
+real store: the model, its provenance, the target's record and the errors that name the problem."""
 import re
 
 import numpy as np
-import pandas as pd
 import pytest
 
-from nitro.dataset import Measurements
 from nitro.measurement import TrainingRow
 from nitro.model import SelectorModel
-from nitro.transfer.cvdfs import cv_dfs
-from nitro.transfer.data import TransferData, concatenate, stack_sources
-from nitro.transfer.prepare import Prepared
 from nitro.transfer.tune import refit_from_sources, tune_from_source
 
-VARIANTS = ["a", "b", "c"]
-
-
-def planted(n_devices=7, n_inputs=160, seed=0):
-    """Variant c is best where size > the device's `cache_kb`; a is best on small inputs of
-    devices with many `atomic_units`, b otherwise. Two decoy device features are noise."""
-    rng = np.random.default_rng(seed)
-    devs = pd.DataFrame({
-        "cache_kb": rng.uniform(200, 2000, n_devices),
-        "atomic_units": rng.choice([1.0, 10.0], n_devices),
-        "decoy1": rng.uniform(0, 1, n_devices),
-        "decoy2": rng.uniform(5, 50, n_devices),
-    }, index=[f"dev{i}" for i in range(n_devices)])
-    devs.loc["dev0", "atomic_units"], devs.loc["dev1", "atomic_units"] = 1.0, 10.0
-    size = np.exp(rng.uniform(np.log(50), np.log(5000), n_inputs))
-    skew = rng.uniform(0, 1, n_inputs)
-    inputs = pd.DataFrame({"size": size, "skew": skew}, index=[f"in{i}" for i in range(n_inputs)])
-    rows = []
-    for d, dv in devs.iterrows():
-        for i, (s, k) in enumerate(zip(size, skew)):
-            big = s > dv.cache_kb
-            t = {"a": 1.0 if (not big and dv.atomic_units > 5) else 2.0,
-                 "b": 1.0 if (not big and dv.atomic_units <= 5) else 2.0,
-                 "c": 1.0 if big else 3.0}
-            t = {v: x * (1 + 0.01 * rng.random()) for v, x in t.items()}
-            rows += [{"device": d, "input": f"in{i}", **t}]
-    times = pd.DataFrame(rows).set_index(["device", "input"])
-    return Measurements(times, inputs, devs)
-
-
-def record_planted(store) -> Measurements:
-    """The planted data recorded in ``store`` as computation "toy" (rows and device records)."""
-    m = planted()
-    store.declare("toy", VARIANTS, ["size", "skew"])
-    for d in m.device_ids:
-        t = m.for_device(d)
-        store.put_rows("toy", d, [TrainingRow(i, m.inputs.loc[i].to_dict(), t.loc[i].to_dict()) for i in t.index])
-        store.put_device(d, {k: {"value": float(v), "unit": "", "source": "datasheet"} for k, v in m.devices.loc[d].items()})
-    return m
-
-
-def test_concatenation_shapes():
-    m = planted(n_devices=4, n_inputs=30)
-    data = TransferData.from_measurements(m)
-    assert data.times.shape == (4, 30, 3) and data.D.shape == (4, 4) and data.X.shape == (30, 2)
-    X, y, owner = stack_sources(data, [0, 2, 3], np.arange(30), [0, 3])
-    assert X.shape == (90, 4) and y.shape == (90,) and set(owner) == {0, 2, 3}
-    assert np.allclose(X[owner == 2, 2:], data.D[2, [0, 3]])
-    assert concatenate(np.zeros((5, 2)), np.array([1.0, 2.0])).shape == (5, 4)
-    with pytest.raises(ValueError):
-        concatenate(np.zeros((5, 2)), np.zeros((4, 1)))
-
-
-@pytest.mark.parametrize("selection", ["frequency", "ensemble"])
-def test_cv_dfs_recovers_the_planted_feature(selection):
-    data = TransferData.from_measurements(planted())
-    prep = Prepared.build(data, list(range(7)), np.arange(len(data.inputs)))
-    r = cv_dfs(prep, max_size=2, k=2, selection=selection, n_ensemble=3, progress=False)
-    assert r.models_trained == 7 * 10
-    assert "cache_kb" in r.features and "atomic_units" in r.features
-    if selection == "frequency":
-        assert set(r.features) == {"cache_kb", "atomic_units"}
-    assert min(r.scores.values()) > 0.9
-
-
-def test_a_second_search_of_one_prep_and_a_refit_of_the_same_rows_give_what_a_fresh_one_gives(monkeypatch):
-    """`nitro evaluate` runs both selections on one prep, and fits the same held-out full-set SVMs
-    for target t / source s and for target s / source t: both are read back, not redone."""
-    import nitro.transfer.baselines as baselines
-    data = TransferData.from_measurements(planted())
-    fits = []
-    monkeypatch.setattr(baselines.SVMSelector, "fit", lambda self, X, y, _fit=baselines.SVMSelector.fit:
-                        fits.append(len(X)) or _fit(self, X, y))
-    prep = Prepared.build(data, list(range(7)), np.arange(len(data.inputs)))
-    cv_dfs(prep, max_size=2, progress=False)
-    cv_dfs(prep, max_size=2, progress=False)
-    assert len(fits) == 14                                 # outside fit_cache nothing is kept
-    fits.clear()
-    with baselines.fit_cache():
-        _kept_within(baselines, data, fits)
-    assert baselines._fits is None
-
-
-def _kept_within(baselines, data, fits):
-    prep = Prepared.build(data, list(range(7)), np.arange(len(data.inputs)))
-    first = cv_dfs(prep, max_size=2, progress=False)
-    assert len(fits) == 7 and len(prep.searched) == 1     # one SVM per held-out source
-    again = cv_dfs(prep, max_size=2, selection="frequency", k=2, progress=False)
-    assert len(fits) == 7 and len(prep.searched) == 1     # the scores and the SVMs read back
-    fresh = cv_dfs(Prepared.build(data, list(range(7)), np.arange(len(data.inputs))), max_size=2,
-                   selection="frequency", k=2, progress=False)
-    assert again.features == fresh.features and again.held_out == fresh.held_out
-    assert first.held_out.keys() == again.held_out.keys()
-    other = Prepared.build(data, [0, 1, 2, 3, 4, 5], np.arange(len(data.inputs)), extra_devices=[6])
-    baselines.full_set_svm_choices(data, [1, 2, 3, 4, 5], other.train, 0, other.train)
-    assert len(fits) == 8             # sources 1-5 were not fitted together before
-    baselines.full_set_svm_choices(data, [1, 2, 3, 4, 5], other.train, 6, other.train)
-    assert len(fits) == 8             # the same rows for another device: the same SVM
-
-
-def test_select_subsets_by_mean_score_or_by_the_features_of_each_best_subset():
-    from nitro.transfer.cvdfs import select_subsets
-    cand = [(0,), (1,), (2,), (0, 1)]
-    S = np.array([[0.9, 0.5, 0.1, 0.8],
-                  [0.5, 0.2, 0.3, 0.7],
-                  [0.4, 0.2, 0.9, 0.35]])
-    assert select_subsets(S, cand, "ensemble", k=1, n_ensemble=2) == [(0, 1), (0,)]
-    assert select_subsets(S[1:], cand, "ensemble", k=1, n_ensemble=1) == [(2,)]   # without the first row
-    # best subsets: (0,), (0, 1), (2,): feature 0 twice, 1 and 2 once (1 ahead on its subsets' mean)
-    assert select_subsets(S, cand, "frequency", k=2, n_ensemble=1) == [(0, 1)]
-
-
-def test_a_new_family_is_validated_by_family_even_where_some_source_has_none():
-    """A source without a family is a family of its own; only the target's must be known."""
-    from nitro.transfer.cvdfs import family_groups
-    family = {0: "x", 1: "y", 2: "y", 3: None, 4: "z"}
-    assert family_groups(family, [1, 2, 3, 4], 0) == {1: "y", 2: "y", 4: "z"}
-    assert family_groups(family, [0, 2, 3, 4], 1) is None                 # y is a source's family
-    assert family_groups(family, [0, 1, 2, 4], 3) is None                 # the target's is unknown
-
-
-@pytest.mark.parametrize("grouped", [False, True])
-def test_each_source_held_out_is_scored_with_subsets_chosen_without_it(grouped):
-    """The held-out quality estimates the whole procedure on a new device: the subsets a
-    source is scored with are chosen without its own scores (and, grouped, its family's),
-    else it would be scored with subsets picked for doing well on it."""
-    from nitro.metrics import fraction_of_optimum
-    from nitro.transfer.cvdfs import _score_all, held_out_sources, predict_held_out, select_subsets, subsets_upto
-    data = TransferData.from_measurements(planted())
-    prep = Prepared.build(data, list(range(1, 7)), np.arange(len(data.inputs)), extra_devices=[0])
-    groups = {s: "ab"[s % 2] for s in prep.sources} if grouped else None
-    r = cv_dfs(prep, max_size=2, n_ensemble=2, progress=False, groups=groups)
-    cand = subsets_upto(prep.features, 2)
-    S = np.array([_score_all(prep, t, cand, 1.0, groups) for t in prep.sources])
-    for i, t in enumerate(prep.sources):
-        rest = held_out_sources(prep, t, groups)
-        used = select_subsets(S[[prep.sources.index(s) for s in rest]], cand, "ensemble", 1, 2)
-        pred = predict_held_out(prep, t, used, 1.0, groups)
-        quality = fraction_of_optimum(data.times[t, prep.train], pred.argmax(axis=1))
-        assert np.isclose(r.held_out[data.devices[t]]["quality"], quality)
-
-
-def test_cv_dfs_leaves_out_a_feature_constant_over_the_sources():
-    """Such a feature cannot show its effect (the device kernel drops it), so a subset with it
-    would repeat the subset without it; the target may still differ in it."""
-    m = planted()
-    m.devices["ecc"] = 1.0
-    m.devices.loc["dev0", "ecc"] = 0.0                   # only the target differs
-    data = TransferData.from_measurements(m)
-    prep = Prepared.build(data, list(range(1, 7)), np.arange(len(data.inputs)), extra_devices=[0])
-    r = cv_dfs(prep, max_size=2, progress=False)
-    assert r.settings["candidates"] == 4 and r.models_trained == 6 * 10
-    assert "ecc" not in r.features and "ecc" not in r.frequencies
-
-
-def test_cv_dfs_with_too_few_sources_names_them_and_the_way_out():
-    data = TransferData.from_measurements(planted())
-    prep = Prepared.build(data, [1, 2], np.arange(len(data.inputs)), extra_devices=[0])
-    with pytest.raises(ValueError, match=r"at least 3 source devices, got 2 \(dev1, dev2\).*search_based_dfs off"):
-        cv_dfs(prep, progress=False)
+from tests.transfer.helpers import VARIANTS, planted, record_planted
 
 
 def test_transferred_model_round_trips_through_the_store(store):
@@ -249,14 +86,6 @@ def test_a_target_without_features_that_is_not_this_machine_is_an_error(store):
         tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=["dev1", "dev2", "dev3"],
                          target="dev0x", search_based_dfs=False, progress=False)
     assert store.model("toy", "dev0x") is None
-
-
-def test_cv_dfs_scores_on_all_rows_up_to_its_limit_then_on_a_fixed_sample():
-    from nitro.transfer.cvdfs import score_rows
-    np.testing.assert_array_equal(score_rows(50, limit=100), np.arange(50))
-    rows = score_rows(1000, limit=100, seed=1)
-    assert len(rows) == 100 and len(np.unique(rows)) == 100 and rows.max() < 1000 and np.all(np.diff(rows) > 0)
-    np.testing.assert_array_equal(rows, score_rows(1000, limit=100, seed=1))
 
 
 def test_refit_from_sources_learns_from_the_stores_sources_and_the_targets_pairs(store):
