@@ -277,6 +277,9 @@ def tune_thresholds(program: Callable, datasets: Sequence, defaults: dict[str, f
     ids = [str(i) for i in ids] if ids is not None else [str(i) for i in range(len(datasets))]
     if len(ids) != len(datasets) or not datasets:
         raise ValueError("tune_thresholds needs datasets and one id per dataset")
+    if not (max_seconds > 0 and min_timeout > 0 and timeout_factor > 0):
+        raise ValueError(f"tune_thresholds' time-outs must be positive: max_seconds={max_seconds}, "
+                         f"min_timeout={min_timeout}, timeout_factor={timeout_factor}")
     names = list(defaults)
     observed: list[dict[Path, float]] = [dict() for _ in datasets]
     wall: list[float] = [math.inf] * len(datasets)      # best wall time of a timing run so far

@@ -174,3 +174,11 @@ def test_isolated_tuning_never_forks_once_the_cuda_driver_is_loaded(stand_in_cud
     assert result["before"]["loaded"] is False and result["before"]["forks"] >= 2
     assert result["after"]["loaded"] is True and result["after"]["forks"] == 0
     assert result["after"]["timed"] == result["before"]["timed"] > 0
+
+
+@pytest.mark.parametrize("bad", [{"max_seconds": 0}, {"min_timeout": -1}, {"timeout_factor": 0}])
+def test_time_outs_that_are_not_positive_are_refused(bad):
+    """A zero deadline had killed every path at once, then (timed through the shared worker)
+    meant no deadline at all: either way not what was asked."""
+    with pytest.raises(ValueError, match="time-outs must be positive"):
+        tune_thresholds(lambda th, n: n, [(1,)], {"t": 1.0}, **bad)
