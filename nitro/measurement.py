@@ -58,7 +58,9 @@ class TimingPolicy:
     contenders may get in all (default ``2 * max_repeats``; ``max_repeats`` re-times nothing);
     ``min_sample``: seconds a timed sample lasts at least: a shorter call is timed as a loop of
     calls on the same arguments (its time: the loop's over the calls), so that the clock's
-    resolution and the cost of timing do not decide which of two sub-microsecond variants wins."""
+    resolution and the cost of timing do not decide which of two sub-microsecond variants wins;
+    ``exclusive``: each input is timed while no other nitro process on this machine times on the
+    same device (:mod:`nitro.device_lock`; False for processes pinned to disjoint cores)."""
 
     warmup: int = 1
     min_repeats: int = 3
@@ -69,6 +71,7 @@ class TimingPolicy:
     tie: float = 0.03
     max_rounds: int | None = None
     min_sample: float = 1e-5
+    exclusive: bool = True
 
     def __post_init__(self):
         for name in ("warmup", "min_repeats", "max_repeats", "max_rounds"):
@@ -82,8 +85,9 @@ class TimingPolicy:
                     or name == "timeout" and value is None):
                 raise TypeError(f"invalid timing policy: {name} is a number of seconds"
                                 f"{' or None' if name == 'timeout' else ''}, got {value!r}")
-        if not isinstance(self.isolate, (bool, np.bool_)):
-            raise TypeError(f"invalid timing policy: isolate is True or False, got {self.isolate!r}")
+        for name in ("isolate", "exclusive"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise TypeError(f"invalid timing policy: {name} is True or False, got {getattr(self, name)!r}")
         if self.warmup < 1 or self.min_repeats < 1 or self.max_repeats < self.min_repeats:
             raise ValueError(f"invalid timing policy {self}: warmup and min_repeats must be at least 1 "
                              "and max_repeats at least min_repeats")

@@ -1,6 +1,7 @@
 """``autotuner``: measures variants on training inputs, records them, and trains models."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import warnings
@@ -9,6 +10,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from . import device_lock
 from . import devices as devices_mod
 from .dispatch import feature_vector
 from .learn import SVMSelector, fit_selector, make_selector
@@ -203,11 +205,12 @@ class Autotuner:
             stopping = (early_stopping.for_input(best_counts, sum(best_counts.values()), len(cv.variant_names))
                         if early_stopping is not None else None)
             verdict: dict = {}
-            times, failed = measure_variants(cv.variants, args, reference=reference,
-                                             reference_variant=cv.default, check=cv.check,
-                                             allowed=cv.allowed(feats), policy=self.policy,
-                                             early_stopping=stopping, order=order, counts=self.counts,
-                                             verdict=verdict)
+            with device_lock.timing_on(device) if self.policy.exclusive else contextlib.nullcontext():
+                times, failed = measure_variants(cv.variants, args, reference=reference,
+                                                 reference_variant=cv.default, check=cv.check,
+                                                 allowed=cv.allowed(feats), policy=self.policy,
+                                                 early_stopping=stopping, order=order, counts=self.counts,
+                                                 verdict=verdict)
             self.verdicts.setdefault(cv.name, {})[iid] = verdict
             row = TrainingRow(iid, dict(zip(cv.feature_names, feats)), times, failed)
             best_counts[row.best] += 1

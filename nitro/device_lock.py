@@ -1,0 +1,85 @@
+"""One nitro process times variants on a device at a time, on this machine.
+
+Two tuners timing on one device at once (two ``tune()`` processes, a ``nitro record`` beside a
+``tune_from_source`` measuring its few-shot inputs) each take the other's calls as their own
+time: both record disturbed rows, and each may label the other's noise. So each input's timing
+holds an exclusive ``flock`` on a lock file per device id in the temporary folder, shared by
+every user of the machine (a lock file another user created is opened read-only, which
+``flock`` allows); a second process waits for the input being timed, so the two interleave
+input by input, and says once that it waits. The lock ends with its process, even killed.
+``TimingPolicy(exclusive=False)`` leaves it out (processes pinned to disjoint cores).
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import tempfile
+import threading
+import warnings
+from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:          # not POSIX: no lock (nitro's measurement is Linux-first)
+    fcntl = None
+
+_held = threading.local()    # the devices this thread holds (a nested measurement does not wait on itself)
+
+
+class DeviceBusyWarning(RuntimeWarning):
+    """Another process is timing on the same device; this one waits for it."""
+
+
+def lock_path(device_id: str) -> Path:
+    """The lock file of ``device_id``: readable name, with a digest so that no two ids share one."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", device_id)[:80]
+    digest = hashlib.sha1(device_id.encode()).hexdigest()[:8]
+    return Path(tempfile.gettempdir()) / f"nitro-timing-{safe}-{digest}.lock"
+
+
+def _open(path: Path) -> tuple[int, bool] | None:
+    """The lock file, opened for writing where allowed (to note the holder's pid); None when it
+    cannot be opened at all (then nothing is locked)."""
+    for flags, writable in ((os.O_RDWR | os.O_CREAT, True), (os.O_RDONLY, False)):
+        try:
+            fd = os.open(path, flags | os.O_CLOEXEC, 0o644)
+        except OSError:
+            continue
+        return fd, writable
+    return None
+
+
+@contextlib.contextmanager
+def timing_on(device_id: str):
+    """Hold ``device_id``'s timing lock for the block, waiting (with one warning) while another
+    process holds it."""
+    held = getattr(_held, "devices", None)
+    if held is None:
+        held = _held.devices = set()
+    opened = _open(lock_path(device_id)) if fcntl is not None and device_id not in held else None
+    if opened is None:
+        yield
+        return
+    fd, writable = opened
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() if writable else ""
+            warnings.warn(f"another process{f' (pid {holder})' if holder.isdigit() else ''} is timing variants on "
+                          f"{device_id}: waiting for each of its inputs to end before timing one of this process's, "
+                          "so that neither disturbs the other's timings (TimingPolicy(exclusive=False) does not wait)",
+                          DeviceBusyWarning, stacklevel=3)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        if writable:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
+        held.add(device_id)
+        try:
+            yield
+        finally:
+            held.discard(device_id)
+    finally:
+        os.close(fd)          # releases the lock

@@ -1,0 +1,84 @@
+"""Two processes timing on one device take turns: a real second process holds the device's lock
+while a real tuner measures, and the tuner's first variant call comes after the lock is let go."""
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from nitro import CodeVariant, autotuner
+from nitro.device_lock import DeviceBusyWarning, lock_path, timing_on
+from nitro.measurement import TimingPolicy
+from nitro.store import Store
+
+ROOT = Path(__file__).resolve().parents[1]
+FAST = dict(min_repeats=1, max_repeats=2, target_seconds=0.0, isolate=False)
+
+HOLDER = """
+import sys, time
+from nitro.device_lock import timing_on
+with timing_on(sys.argv[1]):
+    print("held", flush=True)
+    time.sleep(float(sys.argv[2]))
+    print(time.monotonic(), flush=True)
+"""
+
+
+def _code_variant(device, calls):
+    def square(x):
+        calls.append(time.monotonic())
+        return x * x
+    cv = CodeVariant("locked", {"a": square, "b": lambda x: x ** 2}, {"x": lambda x: float(x)})
+    cv.device_id, cv.record = device, False
+    return cv
+
+
+def _holding(device, seconds):
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, device, str(seconds)], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def test_a_tuner_waits_for_the_process_timing_on_its_device(embedded_redis):
+    device = f"dev-{uuid.uuid4().hex}"
+    calls = []
+    tuner = autotuner("locked", store=Store(client=embedded_redis), policy=TimingPolicy(**FAST), progress=False)
+    tuner.set_training_args([3.0, 4.0])
+    holder = _holding(device, 1.0)
+    try:
+        with pytest.warns(DeviceBusyWarning, match=f"pid {holder.pid}.*timing variants on {device}"):
+            rows = tuner.measure(_code_variant(device, calls))
+        released = float(holder.stdout.readline())
+    finally:
+        holder.wait(30)
+    assert len(rows) == 2 and calls and min(calls) >= released
+
+
+def test_exclusive_false_and_other_devices_do_not_wait(embedded_redis, recwarn):
+    device = f"dev-{uuid.uuid4().hex}"
+    holder = _holding(device, 30.0)
+    try:
+        for policy, dev in ((TimingPolicy(**FAST, exclusive=False), device), (TimingPolicy(**FAST), device + "-other")):
+            calls = []
+            tuner = autotuner("locked", store=Store(client=embedded_redis), policy=policy, progress=False)
+            tuner.set_training_args([3.0])
+            assert len(tuner.measure(_code_variant(dev, calls))) == 1 and calls
+        assert holder.poll() is None, "the holder ended before the check"
+    finally:
+        holder.kill()
+        holder.wait(30)
+    assert not [w for w in recwarn if issubclass(w.category, DeviceBusyWarning)]
+
+
+def test_the_lock_is_reentrant_per_thread_and_named_per_device():
+    device = f"dev-{uuid.uuid4().hex}"
+    with timing_on(device):
+        with timing_on(device):      # a nested measurement of this thread does not wait on itself
+            pass
+    assert lock_path("a/b") != lock_path("a_b") and lock_path("x").parent == lock_path("y").parent
+    with pytest.raises(TypeError, match="exclusive is True or False"):
+        TimingPolicy(exclusive="yes")
