@@ -395,12 +395,17 @@ def _transfer_lines(computation: str, p: dict) -> list[str]:
     """What ``tune-from-source`` prints of a transferred model's provenance ``p``."""
     selection = ("P-DFS, then " if "p_dfs" in p else "") + (
         f"CV-DFS, an ensemble of {len(p['subsets'])} subsets" if "cv_dfs" in p else f"no CV-DFS: {p.get('cv_dfs_off')}")
+    trees = "zero_shot_device_features" in p     # few-shot trees: every known device feature, not the selection
+    features = (f"device features (boosted trees: every one known on the target and the sources): "
+                f"{', '.join(p['device_features'])}; the zero-shot model's ({selection}): "
+                f"{', '.join(p['zero_shot_device_features']) or 'none'}" if trees else
+                f"device features ({selection}): {', '.join(p['device_features']) or 'none'}")
     lines = [f"model of {computation!r} for {p['target']} from {len(p['sources'])} sources "
-             f"({', '.join(p['sources'])}); device features ({selection}): {', '.join(p['device_features']) or 'none'}",
-             f"variants: {', '.join(p['variants'])}"]
+             f"({', '.join(p['sources'])}); {features}", f"variants: {', '.join(p['variants'])}"]
     lines += [f"left out variant {v}: {why}" for v, why in p["variants_left_out"].items()]
     lines += [f"left out source {s}: {why}" for s, why in p["sources_left_out"].items()]
-    lines += [f"left out device feature {f}: {why}" for f, why in p.get("device_features_left_out", {}).items()]
+    lines += [f"left out device feature {f}{' of the zero-shot model (the trees use it)' * (f in p['device_features'])}"
+              f": {why}" for f, why in p.get("device_features_left_out", {}).items()]
     if "rows_filled_in" in p:
         n = p["rows_filled_in"]
         lines.append(f"the sources timed different inputs ({n['timed_on_every_source']} of {n['inputs']} on every "

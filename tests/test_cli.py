@@ -117,6 +117,14 @@ def test_store_import_ls_export(capsys, tmp_path, spmv_dataset):
         (e["quality"] < e["zero_shot_on_timed"])
     lower = {**prov, "few_shot": {**prov["few_shot"], "estimate": {**e, "quality": e["zero_shot_on_timed"] - 0.1}}}
     assert "understates the model fitted on all of them" in "\n".join(_transfer_lines("spmv", lower))
+    # the trees use every known device feature: the first line says so beside the zero-shot selection, and a
+    # feature the zero-shot model left out (constant over the sources) is not said to be left out of the trees
+    assert prov["zero_shot_device_features"] and set(prov["zero_shot_device_features"]) <= set(prov["device_features"])
+    first = _transfer_lines("spmv", prov)[0]
+    assert "boosted trees: every one known" in first and "the zero-shot model's (CV-DFS" in first
+    constant = {**prov, "device_features_left_out": {prov["device_features"][0]: "constant (within about 1%)"}}
+    assert f"left out device feature {prov['device_features'][0]} of the zero-shot model (the trees use it)" in \
+        "\n".join(_transfer_lines("spmv", constant))
     with pytest.raises(SystemExit):
         main(["tune-from-source", "spmv", "--target", "tesla_k40m", "--target-budget", "1.5"])
     assert "a count (1, 2, ...) or a fraction in (0, 1)" in capsys.readouterr().err

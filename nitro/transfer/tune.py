@@ -460,8 +460,9 @@ def _few_shot(store, name, prep, t, budget, measure_target, zero_shot, zero_shot
     learner = "correction" if model.kind == "kernel" else "trees"     # the estimate's names (learner_for)
     provenance = {**provenance, "few_shot": {"inputs": [i for i, good in zip(ids, ok) if good],
                                              "learner": learner, "estimate": estimate}}
-    if model.kind != "kernel":           # the trees hold the target's device features as constants
-        provenance.update(device_features=list(model.device_features), target_features=dict(model.device_features))
+    if model.kind != "kernel":           # the trees hold the target's device features as constants: every one
+        provenance.update(zero_shot_device_features=provenance["device_features"],     # known, the constant too
+                          device_features=list(model.device_features), target_features=dict(model.device_features))
     model.provenance = {**model.provenance, **provenance}   # the correction's own: "refined"
     return model
 
