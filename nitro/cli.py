@@ -648,9 +648,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cross-features", choices=["cvdfs", "all"], default="cvdfs",
                    help="device features of the selectors' cross-device models (default: CV-DFS)")
     p.add_argument("--holdout-by", default="device", metavar="COLUMN",
-                   help="'device' (default: leave one device out) or a metadata column of devices.csv "
-                        "such as 'arch' (hold out each family: its devices are the targets, the other "
-                        "families the sources)")
+                   help="'device' (default: leave one device out) or a column of devices.csv such as "
+                        "'arch' or 'compute_capability' (hold out each family, one per value: its devices "
+                        "are the targets, the other families the sources)")
     p.add_argument("--test-size", type=_fraction, default=0.5)
     p.add_argument("--seed", type=_at_least(0), default=0)
     p.add_argument("--seeds", metavar="SEEDS", help="comma-separated split seeds (two or more): evaluate on each "

@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import pandas as pd
 from joblib import Parallel, delayed
 
 from .dataset import Measurements
@@ -82,12 +83,15 @@ def _groups(m: Measurements, devices: list[str]) -> tuple[list[str], list[str]]:
 
 def holdout_families(m: Measurements, holdout_by: str) -> dict[str, str]:
     """Device → the family held out with it: itself for ``"device"``, else the value of the
-    metadata column ``holdout_by`` (a device without one is a family of its own)."""
+    metadata column ``holdout_by`` (a device without one is a family of its own). A numeric
+    column (``compute_capability``) groups the devices by its values (9.0 and 9 alike)."""
     if holdout_by == "device":
         return {}
+    if holdout_by in m.device_feature_names:
+        return {str(d): f"{v:g}" for d, v in m.devices[holdout_by].items() if pd.notna(v)}
     if holdout_by not in m.metadata_names:
-        raise ValueError(f"--holdout-by {holdout_by!r}: devices.csv has no such metadata column; "
-                         f"known: {['device'] + list(m.metadata_names)}")
+        raise ValueError(f"--holdout-by {holdout_by!r}: devices.csv has no such column; metadata columns: "
+                         f"{['device'] + list(m.metadata_names)}, numeric ones: {list(m.device_feature_names)}")
     return {d: v for d, v in m.device_metadata(holdout_by).items() if v is not None}
 
 

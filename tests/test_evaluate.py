@@ -161,8 +161,20 @@ def test_few_shot_budgets_that_time_the_same_inputs_are_said_so():
 
 def test_holdout_by_an_unknown_column_names_the_known_ones(family_measurements):
     m, _ = family_measurements()
-    with pytest.raises(ValueError, match="no such metadata column.*arch"):
+    with pytest.raises(ValueError, match="no such column; metadata columns: .*arch.*numeric ones: .*cores"):
         evaluate(m, methods=["cvdfs"], holdout_by="generation")
+
+
+def test_holdout_by_a_numeric_column_groups_the_devices_by_its_values(family_measurements):
+    """A family given as a number (a compute capability, 7.0 and 7 alike) holds out as a text one does."""
+    m, family = family_measurements()
+    code = {"old": 3.0, "mid": 7, "new": 9.0}
+    m.devices["sm"] = [code[family[d]] for d in m.devices.index]
+    assert "sm" in m.device_feature_names
+    by_number = evaluate(m, methods=["majority", "cvdfs"], holdout_by="sm", max_size=1)
+    by_text = evaluate(m, methods=["majority", "cvdfs"], holdout_by="arch", max_size=1)
+    assert by_number["families"] == {d: f"{code[f]:g}" for d, f in family.items()}
+    assert by_number["targets"] == by_text["targets"]
 
 
 def test_what_the_split_leaves_out_is_said_and_never_scored_as_a_failure(family_measurements):
