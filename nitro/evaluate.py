@@ -138,7 +138,7 @@ def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, 
     what was left out and why (reading's notes first). A device without
     features (no row in ``devices.csv``) is left out; so is a cross-kind device that never
     timed one of the kept variants (its choices could not be scored)."""
-    notes = list(m.notes)
+    notes, table = list(m.notes), m.devices      # table: every device, those left out too
     if not m.device_ids:
         raise ValueError("no device has a measurement with a valid time (a finite, positive time_s)"
                          + (f": {'; '.join(m.notes)}" if m.notes else ""))
@@ -179,13 +179,7 @@ def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, 
         others.remove(o)
     m = m.restrict(devices=main + others, variants=variants, complete=False)
     data = TransferData.from_measurements(m)
-    for j, f in enumerate(data.device_features):
-        unknown = [d for d, v in zip(data.devices, data.D[:, j]) if not np.isfinite(v)]
-        if len(unknown) == len(data.devices):
-            notes.append(f"device feature {f} is empty on every device: not used")
-        elif unknown:
-            notes.append(f"device feature {f} unknown on {', '.join(unknown)}: not used where "
-                         f"{'that device is' if len(unknown) == 1 else 'those devices are'} involved")
+    notes += _unknown_feature_notes(data, table)
     idx = [data.device_index(d) for d in main]
     D = data.D[idx]
     same = [f for j, f in enumerate(data.device_features) if np.isfinite(D[:, j]).all() and np.ptp(D[:, j]) == 0]
@@ -214,6 +208,28 @@ def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, 
     perm = rng.permutation(complete)
     n_test = int(round(test_size * len(perm)))
     return data, idx, others, np.sort(perm[n_test:]), np.sort(perm[:n_test]), notes
+
+
+def _unknown_feature_notes(data: TransferData, table: pd.DataFrame) -> list[str]:
+    """Notes on the device features unknown on some evaluated devices, one per set of devices (a
+    data set of CPUs and GPUs lacks dozens of features on one kind or the other); ``table``, the
+    whole device table, tells a feature empty everywhere from one given only on devices left out."""
+    by_devices: dict[tuple, list[str]] = {}
+    for j, f in enumerate(data.device_features):
+        by_devices.setdefault(tuple(d for d, v in zip(data.devices, data.D[:, j]) if not np.isfinite(v)), []).append(f)
+    notes = []
+    for unknown, names in by_devices.items():
+        if len(unknown) == len(data.devices):
+            for nowhere, group in ((True, [f for f in names if table[f].isna().all()]),
+                                   (False, [f for f in names if table[f].notna().any()])):
+                if group:
+                    notes.append(f"device feature{'s' * (len(group) > 1)} {', '.join(group)} "
+                                 f"{'is' if len(group) == 1 else 'are'} empty on every "
+                                 f"{'device' if nowhere else 'evaluated device'}: not used")
+        elif unknown:
+            notes.append(f"device feature{'s' * (len(names) > 1)} {', '.join(names)} unknown on {', '.join(unknown)}: "
+                         f"not used where {'that device is' if len(unknown) == 1 else 'those devices are'} involved")
+    return notes
 
 
 def _few_shot_choices(zero_shot, data, sources, train, t, picks, feats, test) -> np.ndarray:

@@ -195,6 +195,14 @@ def test_what_the_split_leaves_out_is_said_and_never_scored_as_a_failure(family_
                      "out (inputs without a time somewhere, by variant: a on 1, b on 1; a variant that fails on many "
                      "inputs is better left out with --variants, or excluded there by a constraint)"]
     assert others == [] and "ghost" not in data.devices and len(idx) == 6 and len(train) + len(test) == 59
+    # features unknown on the same devices share one note; one given only on a device left out is not
+    # "empty on every device"
+    wide = devices.assign(l3=devices["l2"], smem=np.nan, gpu_only=np.nan)
+    wide.loc["cpu0", "gpu_only"] = 7.0
+    notes = split(Measurements(times, m.inputs, wide))[5]
+    assert "device features l2, l3 unknown on dev2: not used where that device is involved" in notes
+    assert "device features none, smem are empty on every device: not used" in notes
+    assert "device feature gpu_only is empty on every evaluated device: not used" in notes
     tied = devices.assign(kind=["gpu", "gpu", "gpu", "cpu", "cpu", "cpu", "cpu"]).drop("cpu0")
     with pytest.raises(ValueError, match="'kind' splits the devices evenly"):
         split(Measurements(m.times, m.inputs, tied))
