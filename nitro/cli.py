@@ -276,9 +276,9 @@ def cmd_evaluate(args):
         from .online import evaluate_online, format_online
         if args.seeds:
             raise ValueError("--online replays one split: give --seed, not --seeds")
-        if args.holdout_by != "device" or args.methods:
+        if args.methods:
             raise ValueError("--online replays refining mode with every device left out in turn; "
-                             "it takes neither --holdout-by nor --methods")
+                             "it takes no --methods")
         result = evaluate_online(load_dataset_dir(args.dataset), variants=_split(args.variants),
                                  devices=_split(args.devices), test_size=args.test_size, seed=args.seed,
                                  passes=args.passes, stream_length=args.stream, budget=args.budget,
@@ -286,7 +286,8 @@ def cmd_evaluate(args):
                                  candidates=args.candidates or None, quantile=args.quantile, audit=args.audit,
                                  refit_every=args.refit_every, cvdfs=args.zero_shot == "cvdfs",
                                  max_size=args.max_subset_size, n_jobs=args.n_jobs, refit=args.refit,
-                                 progress=True, time_weight=args.time_weight)     # on stderr: --json too
+                                 progress=True, time_weight=args.time_weight,     # on stderr: --json too
+                                 holdout_by=args.holdout_by)
         _emit(args, result, format_online(result))
         return
     from .evaluate import evaluate, evaluate_splits, format_evaluation, format_splits

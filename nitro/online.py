@@ -157,7 +157,8 @@ def evaluate_online(m: Measurements, variants=None, devices=None, test_size: flo
                     time_budget: float | None = TIME_BUDGET, candidates: int | None = 2,
                     quantile: float = QUANTILE, refit_every: int = REFIT_EVERY,
                     cvdfs: bool = False, max_size: int = 3, n_jobs: int | None = None, refit: str = "trees",
-                    progress: bool = False, time_weight: float = TIME_WEIGHT, **options) -> dict:
+                    progress: bool = False, time_weight: float = TIME_WEIGHT, holdout_by: str = "device",
+                    **options) -> dict:
     """Replay refining mode for every target of the split of :func:`nitro.evaluate.split`
     (see the module documentation). ``stream_length`` calls per target (default ``passes``
     shuffled passes over its training inputs); ``refit``: ``"trees"`` (the sources' rows and
@@ -165,8 +166,9 @@ def evaluate_online(m: Measurements, variants=None, devices=None, test_size: flo
     or ``"kernel"`` (the zero-shot model's residual correction,
     :func:`nitro.transfer.fewshot.refine_model`); ``progress``: a bar over the targets (on a
     terminal only); ``time_weight``: the zero-shot kernel fit's (:func:`nitro.learn.kron.time_weights`);
-    the other options are the refiner's."""
-    from .evaluate import split
+    ``holdout_by``: as :func:`nitro.evaluate.evaluate`'s, a column whose family is left out of each
+    target's sources (a new architecture refined from the others); the other options are the refiner's."""
+    from .evaluate import _enough_sources, holdout_families, split
     if passes < 1 or (stream_length is not None and stream_length < 1):
         raise ValueError("a replayed stream needs at least one call")
     check_options("replay", budget=budget, time_budget=time_budget, candidates=candidates, quantile=quantile,
@@ -175,13 +177,19 @@ def evaluate_online(m: Measurements, variants=None, devices=None, test_size: flo
         raise ValueError(f"refit must be 'trees' or 'kernel', got {refit!r}")
     time_weight = check_time_weight(time_weight)
     started = time.perf_counter()
+    family = holdout_families(m, holdout_by)
     data, idx, others, train, test, notes = split(m, variants=variants, devices=devices, test_size=test_size, seed=seed)
+    group = {i: family.get(data.devices[i], data.devices[i]) for i in range(len(data.devices))}
+    evaluated, skipped = _enough_sources(idx, group, holdout_by, data.devices)
+    notes += skipped
     refiner_options = dict(budget=budget, time_budget=time_budget, candidates=candidates, quantile=quantile,
                            refit_every=refit_every, **options)
     common = dict(passes=passes, stream_length=stream_length, seed=seed, cvdfs=cvdfs, max_size=max_size,
                   n_jobs=n_jobs, refit=refit, time_weight=time_weight, options=refiner_options)
-    targets = {data.devices[t]: _target(data, t, [s for s in idx if s != t], train, test, **common)
-               for t in progress_bar(idx, desc="targets", unit="device", enabled=progress)}
+    sources = {t: [s for s in idx if group[s] != group[t]] for t in evaluated}
+    targets = {data.devices[t]: {**_target(data, t, sources[t], train, test, **common),
+                                 "sources": [data.devices[s] for s in sources[t]]}
+               for t in progress_bar(evaluated, desc="targets", unit="device", enabled=progress)}
     cross = {}
     for o in others:
         t = data.device_index(o)
@@ -189,7 +197,8 @@ def evaluate_online(m: Measurements, variants=None, devices=None, test_size: flo
             cross[o] = _target(data, t, idx, train, test, cross_kind=True, **common)
     return {
         "variants": list(data.variants), "devices": [data.devices[i] for i in idx], "cross_kind_devices": others,
-        "notes": notes,
+        "notes": notes, "holdout_by": holdout_by,
+        "families": {data.devices[i]: group[i] for i in idx} if holdout_by != "device" else {},
         "n_train": int(len(train)), "n_test": int(len(test)), "seed": seed, "cv_dfs": cvdfs, "time_weight": time_weight,
         "refiner": {k: v for k, v in refiner_options.items() if not callable(v)}, "refit": refit,
         "passes": passes if stream_length is None else None, "stream_length": stream_length,
@@ -205,7 +214,10 @@ def format_online(r: dict) -> str:
     o = r["refiner"]
     stream = f"{r['passes']} shuffled passes over the training inputs" if r["passes"] else f"{r['stream_length']} calls"
     width = max(24, *(len(n) + 14 for n in r["cross_kind"]), *(len(n) + 2 for n in r["targets"]))
-    lines = [f"refining mode replayed: {len(r['devices'])} targets, variants {', '.join(r['variants'])}, "
+    family = r.get("holdout_by", "device")
+    held = "" if family == "device" else f" (each {family} held out of its targets' sources: " + ", ".join(
+        f"{d}={f}" for d, f in r["families"].items()) + ")"
+    lines = [f"refining mode replayed{held}: {len(r['targets'])} targets, variants {', '.join(r['variants'])}, "
              f"{r['n_train']} training / {r['n_test']} test inputs (seed {r['seed']}), {stream}",
              f"budget {o['budget']} of calls and {o.get('time_budget') or 'no bound on'} of time, "
              f"{o['candidates'] or 'all'} candidates per explored call, quantile "

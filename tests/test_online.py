@@ -50,6 +50,22 @@ def test_replay_is_deterministic_for_a_seed(odd_target):
         evaluate_online(odd_target(), stream_length=300, time_weight=-1)
 
 
+def test_replay_holds_out_a_whole_family(odd_target):
+    """--holdout-by: a target's family is left out of its sources, as nitro evaluate does, so that
+    refining a new architecture from the others can be replayed; a family that would leave fewer
+    than 3 sources is not replayed, and a note says so."""
+    m = odd_target()
+    m.devices["arch"] = ["a", "a", "b", "b", "c"]       # dev0, dev1 | dev2, dev3 | odd
+    r = evaluate_online(m, stream_length=200, budget=0.05, holdout_by="arch")
+    assert r["families"] == {"dev0": "a", "dev1": "a", "dev2": "b", "dev3": "b", "odd": "c"}
+    assert r["targets"]["dev0"]["sources"] == ["dev2", "dev3", "odd"]
+    assert r["targets"]["odd"]["sources"] == ["dev0", "dev1", "dev2", "dev3"]
+    assert "(each arch held out of its targets' sources: dev0=a" in format_online(r)
+    m.devices["arch"] = ["a", "a", "a", "b", "c"]       # holding out a leaves 2 sources
+    r = evaluate_online(m, stream_length=200, budget=0.05, holdout_by="arch")
+    assert set(r["targets"]) == {"dev3", "odd"} and any("not evaluated: dev0, dev1, dev2" in n for n in r["notes"])
+
+
 def test_recorded_run_reads_times_and_fails_where_none_is_recorded():
     run = RecordedRun(np.array([0.5, np.nan]), {"a": 0, "b": 1})
     assert run("a") == (None, 0.5)
@@ -71,6 +87,8 @@ def test_cli_evaluate_online_prints_json(tmp_path, capsys, odd_target):
     r = json.loads(capsys.readouterr().out)
     assert r["refiner"]["candidates"] is None and r["stream_length"] == 200 and r["refiner"]["audit"] == 0
     assert all(t["stream_calls"] == 200 for t in r["targets"].values())
+    assert main(["evaluate", str(tmp_path), "--online", "--holdout-by", "speed", "--stream", "100", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["holdout_by"] == "speed"
     assert main(["evaluate", str(tmp_path), "--online", "--methods", "cvdfs"]) == 2
     assert "--online" in capsys.readouterr().err
 
