@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import re
 import threading
 import time
 import warnings
@@ -11,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .. import devices as devices_mod
-from ..dataset import Measurements
+from ..dataset import METADATA_COLUMNS, NUMBER_WITH_UNIT, Measurements
 from ..learn.kron import TIME_WEIGHT, check_time_weight, varying_columns
 from ..measurement import TrainingRow
 from ..metrics import fraction_of_optimum
@@ -36,12 +37,47 @@ def _device_frame(records: dict[str, dict]) -> pd.DataFrame:
     return pd.DataFrame({d: devices_mod.feature_values(r) for d, r in records.items()}).T
 
 
+NUMBER_TEXT = re.compile(rf"{NUMBER_WITH_UNIT}|[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")   # "7680 cores", "1.4"
+
+
+def given_features(target_features) -> tuple[dict[str, float], dict[str, str]]:
+    """The device features (numbers) and metadata (text, ``"kind": "gpu"``) of ``target_features``:
+    ``{name: value}`` with a number, text, ``None`` (unknown) or a feature record ``{"value": ...}``
+    as a value; nitro's own ``device.json`` (``{device: {name: {"value": ...}}}``) is read as its one
+    device's record. A number written as text (``"7680 cores"``) is an error naming it: read as
+    metadata, it would leave the feature out without a word."""
+    given = dict(target_features)
+    inner = next(iter(given.values()), None)
+    if len(given) == 1 and isinstance(inner, dict) and inner and all(isinstance(r, dict) for r in inner.values()):
+        given = inner                       # {device: record}, as nitro writes device.json
+    numbers, text = {}, {}
+    for name, value in given.items():
+        if isinstance(value, dict):
+            if "value" not in value:
+                raise ValueError(f"target feature {name!r}: a record {{'value': ...}} or a plain value is needed, "
+                                 f"got {value!r}")
+            value = value["value"]
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            continue                        # unknown, as a missing microbenchmark: left out, and said so
+        if isinstance(value, str):
+            if name not in METADATA_COLUMNS and NUMBER_TEXT.fullmatch(value.strip()):
+                raise ValueError(f"target feature {name!r} is text ({value!r}): write it as a JSON number, in the "
+                                 "unit of the sources' figures; text is metadata, never a device feature")
+            text[name] = value
+        elif isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) \
+                and math.isfinite(value):
+            numbers[name] = float(value)
+        else:
+            raise ValueError(f"target feature {name!r}: a finite number, text or null is needed, got {value!r}")
+    return numbers, text
+
+
 def _target_metadata(store: Store, target: str, target_features, record: dict, described: bool) -> dict[str, str]:
     """The target's metadata: the text values of ``target_features`` (``{"kind": "gpu",
     "arch": "hopper"}``), else the store's, to which a device of this machine ``described``
     here (its ``record``) adds what it reports (:func:`_described_metadata`)."""
     if target_features is not None:
-        return {n: v for n, v in dict(target_features).items() if isinstance(v, str)}
+        return given_features(target_features)[1]
     stored = store.device_metadata(target)
     return {**_described_metadata(target, record), **stored} if described else stored
 
@@ -60,12 +96,11 @@ def _target_record(store: Store, target: str, target_features, keep: bool = Fals
     device described (and measured) here. Any other name is an error, never this machine's
     figures under a name they do not describe (a typo must not give a model for the wrong device)."""
     if target_features is not None:
-        given = dict(target_features)
-        record = {n: {"value": float(v)} for n, v in given.items() if not isinstance(v, str)}
+        numbers, text = given_features(target_features)
+        record = {n: {"value": v} for n, v in numbers.items()}
         stored = store.device(target, missing_ok=True) if keep else None
         if keep and stored is None:    # a bundle of its stored model describes it
-            _keep_record(store, target, {n: {**r, "unit": "", "source": "user"} for n, r in record.items()},
-                         {n: v for n, v in given.items() if isinstance(v, str)})
+            _keep_record(store, target, {n: {**r, "unit": "", "source": "user"} for n, r in record.items()}, text)
         differ = sorted(n for n, r in record.items() if n in (stored or {}) and stored[n].get("value") != r["value"])
         if differ:
             warnings.warn(f"{target}: the store's device record has other values of {differ} than the features "

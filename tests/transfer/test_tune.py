@@ -210,6 +210,29 @@ def test_device_features_unknown_on_the_target_are_named(store):
     assert "decoy1" not in model.provenance["device_features"]
 
 
+def test_target_features_as_nitro_writes_them_and_as_users_type_them(store):
+    """A device record as nitro writes it (device.json: {device: {name: {"value": ...}}}, nulls for
+    failed figures) is read as the target's features; a number written as text, a bool or an
+    infinity is an error naming the feature, never a feature silently read as metadata."""
+    import json
+    from nitro.transfer.tune import given_features
+    m = record_planted(store)
+    given = {f: float(v) for f, v in m.devices.loc["dev0"].items()}
+    record = {"edge_box": {**{f: {"value": v, "unit": "", "source": "query"} for f, v in given.items()},
+                           "tdp_w": {"value": None, "unit": "W", "source": "datasheet"}}}
+    assert given_features(json.loads(json.dumps(record))) == (given, {})
+    assert given_features({**given, "kind": "gpu", "tdp_w": None, "arch": "908"}) == (given, {"kind": "gpu", "arch": "908"})
+    kw = dict(sources=[f"dev{i}" for i in range(1, 7)], target="edge_box", progress=False, save=False)
+    from_record = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], target_features=record, **kw)
+    plain = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], target_features=given, **kw)
+    assert from_record.provenance["target_features"] == plain.provenance["target_features"]
+    for bad, what in (("7680 cores", "is text"), ("16", "is text"), (True, "a finite number"),
+                      (float("inf"), "a finite number"), ({"unit": "W"}, "a record")):
+        first = next(iter(given))
+        with pytest.raises(ValueError, match=f"target feature '{first}'.*{what}"):
+            tune_from_source(store, "toy", VARIANTS, ["size", "skew"], target_features={**given, first: bad}, **kw)
+
+
 def test_a_device_feature_constant_over_the_sources_is_left_out_and_named(store):
     """The sources cannot show its effect; an SVM given it would read the target's other value
     as a distance from every source and lose its kernel's contrast."""
