@@ -689,8 +689,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "target's kind when the store knows it and at least three share it)")
     p.add_argument("--variants", help="comma-separated variants the model chooses among "
                    "(default: those timed on every source)")
-    p.add_argument("--target-features", metavar="JSON", help="file with the target's device features {name: value} (or a device.json as nitro writes it); "
-                   "text values such as \"kind\": \"gpu\" are metadata")
+    p.add_argument("--target-features", metavar="JSON",
+                   help="file with the target's device features {name: value} (or a device.json as nitro "
+                        "writes it); text values such as \"kind\": \"gpu\" are metadata")
     p.add_argument("--cv-dfs", action=argparse.BooleanOptionalAction, default=None,
                    help="search-based device-feature selection (default: on with 3 or more sources)")
     p.add_argument("--p-dfs", action="store_true", help="profile-based device-feature selection")
