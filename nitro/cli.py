@@ -405,8 +405,12 @@ def _transfer_lines(computation: str, p: dict) -> list[str]:
              f"({', '.join(p['sources'])}); {features}", f"variants: {', '.join(p['variants'])}"]
     lines += [f"left out variant {v}: {why}" for v, why in p["variants_left_out"].items()]
     lines += [f"left out source {s}: {why}" for s, why in p["sources_left_out"].items()]
-    lines += [f"left out device feature {f}{' of the zero-shot model (the trees use it)' * (f in p['device_features'])}"
-              f": {why}" for f, why in p.get("device_features_left_out", {}).items()]
+    by_reason: dict[tuple, list[str]] = {}         # one line per reason: CPUs and GPUs differ in dozens
+    for f, why in p.get("device_features_left_out", {}).items():
+        by_reason.setdefault((why, f in p["device_features"]), []).append(f)
+    lines += [f"left out device feature{'s' * (len(fs) > 1)} {', '.join(fs)}"
+              f"{' of the zero-shot model (the trees use ' + ('them' if len(fs) > 1 else 'it') + ')' if used else ''}"
+              f": {why}" for (why, used), fs in by_reason.items()]
     if "rows_filled_in" in p:
         n = p["rows_filled_in"]
         lines.append(f"the sources timed different inputs ({n['timed_on_every_source']} of {n['inputs']} on every "

@@ -125,6 +125,11 @@ def test_store_import_ls_export(capsys, tmp_path, spmv_dataset):
     constant = {**prov, "device_features_left_out": {prov["device_features"][0]: "constant (within about 1%)"}}
     assert f"left out device feature {prov['device_features'][0]} of the zero-shot model (the trees use it)" in \
         "\n".join(_transfer_lines("spmv", constant))
+    # features left out for the same reason share one line
+    alike = {**prov, "zero_shot_device_features": [], "device_features": [],
+             "device_features_left_out": {"a": "unknown on the target", "b": "unknown on the target", "c": "constant"}}
+    said = _transfer_lines("spmv", alike)
+    assert "left out device features a, b: unknown on the target" in said and "left out device feature c: constant" in said
     with pytest.raises(SystemExit):
         main(["tune-from-source", "spmv", "--target", "tesla_k40m", "--target-budget", "1.5"])
     assert "a count (1, 2, ...) or a fraction in (0, 1)" in capsys.readouterr().err
