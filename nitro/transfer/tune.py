@@ -137,6 +137,12 @@ def _default_sources(store: Store, name: str, target: str, target_meta: dict) ->
     candidates = [d for d in store.devices(name) if d != target]
     kinds = {d: store.device_metadata(d).get("kind") for d in candidates}
     kinds[target] = target_meta.get("kind")
+    known = sorted({k for d, k in kinds.items() if d != target and k})
+    if kinds[target] is None and len(known) > 1:    # a CPU target beside GPU sources, or the reverse
+        counts = ", ".join(f"{k}: {sum(v == k for d, v in kinds.items() if d != target)}" for k in known)
+        warnings.warn(f"{name}: the kind of {target!r} is unknown, so sources of every kind are used ({counts}) and "
+                      "only the device features all of them have; give its kind (\"kind\": \"cpu\" in its features, "
+                      "or a kind column on import) to use the sources of its kind", stacklevel=4)
     return sources_of_kind(kinds, target, candidates)
 
 

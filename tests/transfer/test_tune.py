@@ -1,6 +1,7 @@
 """tune_from_source and the sources' refit (``nitro.transfer.tune``) on planted data recorded in a
 real store: the model, its provenance, the target's record and the errors that name the problem."""
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -231,6 +232,24 @@ def test_target_features_as_nitro_writes_them_and_as_users_type_them(store):
         first = next(iter(given))
         with pytest.raises(ValueError, match=f"target feature '{first}'.*{what}"):
             tune_from_source(store, "toy", VARIANTS, ["size", "skew"], target_features={**given, first: bad}, **kw)
+
+
+def test_a_target_of_unknown_kind_beside_sources_of_two_kinds_is_warned_about(store):
+    """Without its kind (a bare device.json) the target takes sources of every kind and only the
+    features all of them have: a warning says so and how to give the kind."""
+    m = record_planted(store)
+    for i, d in enumerate(m.device_ids):
+        store.put_device_metadata(d, {"kind": "gpu" if i < 4 else "cpu"})
+    given = {f: float(v) for f, v in m.devices.loc["dev0"].items()}
+    kw = dict(target="edge_box", progress=False, save=False)
+    with pytest.warns(UserWarning, match=r"the kind of 'edge_box' is unknown, so sources of every kind are used "
+                                         r"\(cpu: 3, gpu: 4\)"):
+        tune_from_source(store, "toy", VARIANTS, ["size", "skew"], target_features=given, **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = tune_from_source(store, "toy", VARIANTS, ["size", "skew"],
+                                 target_features={**given, "kind": "cpu"}, **kw)
+    assert model.provenance["sources"] == m.device_ids[4:]
 
 
 def test_a_device_feature_constant_over_the_sources_is_left_out_and_named(store):
