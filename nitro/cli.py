@@ -423,6 +423,9 @@ def _transfer_lines(computation: str, p: dict) -> list[str]:
         lines.append(f"few-shot model: {len(p['few_shot']['inputs'])} inputs timed on {p['target']} {how}, whose "
                      f"expected quality was {100 * z['predicted_quality']:.1f}% ({z['level']})")
         e = p["few_shot"].get("estimate")
+        if not e:
+            lines.append(f"no cross-validated figure for the few-shot model from {len(p['few_shot']['inputs'])} timed "
+                         "inputs: time 6 or more (a larger --target-budget) for one")
         if e:
             lines.append(f"measured on those inputs: the zero-shot model {100 * e['zero_shot_on_timed']:.1f}% of the "
                          f"optimum, the few-shot model {100 * e['quality']:.1f} ± {100 * e['stderr']:.1f} "
@@ -441,12 +444,16 @@ def _transfer_lines(computation: str, p: dict) -> list[str]:
         held = (f"held-out sources {100 * c['held_out_quality']:.1f}, worst {100 * c['held_out_worst']:.1f}"
                 if c.get("held_out") else "no source to hold out: the model's own estimate alone, unvalidated")
         sampling = f"±{200 * c['standard_error']:.1f} from sampling the inputs; " if c.get("standard_error") else ""
-        lines.append(f"expected quality on {p['target']}: {100 * c['predicted_quality']:.1f}% of the optimum "
-                     f"({sampling}model's own estimate {100 * c['self_estimate']:.1f}, {held}); "
-                     f"nearest source {c['nearest_source']}" + (", outside the sources' device features: "
-                                                                "the figure is what the sources show, and a "
-                                                                "behaviour none of them has can put the target "
-                                                                "far below it" if c["outside_sources"] else ""))
+        if c["outside_sources"]:         # a ± would read as a sound figure: the sources cannot vouch for the target
+            lines.append(f"expected quality on {p['target']}: no figure to trust, its device features lie outside "
+                         f"the sources' (nearest source {c['nearest_source']}); the sources show "
+                         f"{100 * c['predicted_quality']:.1f}% of the optimum (model's own estimate "
+                         f"{100 * c['self_estimate']:.1f}, {held}), and a behaviour none of them has can put the "
+                         "target far below it")
+        else:
+            lines.append(f"expected quality on {p['target']}: {100 * c['predicted_quality']:.1f}% of the optimum "
+                         f"({sampling}model's own estimate {100 * c['self_estimate']:.1f}, {held}); "
+                         f"nearest source {c['nearest_source']}")
         if p.get("validated_without_family"):
             lines.append(f"family {p['target_metadata'].get('arch')}: no source shares it, so each source was "
                          "validated held out with its own family, as this target is predicted")

@@ -523,10 +523,11 @@ def format_evaluation(r: dict) -> str:
     if few:
         pred = [few["predicted"].get(d, float("nan")) for d in devs]
         lines.append(f"\n{'predicted (few-shot ' + format(100 * few['budget'], 'g') + '%, CV)':<{width}}"
-                     + "".join(f"{v:>{col}.1f}" for v in pred))
+                     + "".join(f"{v:>{col}.1f}" if np.isfinite(v) else f"{'—':>{col}}" for v in pred))
         lines.append(f"few-shot at {100 * few['budget']:g}%, cross-validated on its timed inputs (each chosen for by "
                      f"the same learner fitted without it): within 3 points of measured on {few['within_3_points']} of "
-                     f"{few['targets']} targets")
+                     f"{few['targets']} targets" + ("" if all(np.isfinite(pred)) else
+                                                    f"; —: fewer than {TREES_FROM} inputs timed, no figure"))
     secs = [v["cvdfs"]["seconds"] for v in r["details"].values() if "cvdfs" in v]
     if secs:
         lines.append(f"\nCV-DFS wall time per target: mean {np.mean(secs):.1f} s, max {np.max(secs):.1f} s")

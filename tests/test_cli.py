@@ -117,6 +117,12 @@ def test_store_import_ls_export(capsys, tmp_path, spmv_dataset):
         (e["quality"] < e["zero_shot_on_timed"])
     lower = {**prov, "few_shot": {**prov["few_shot"], "estimate": {**e, "quality": e["zero_shot_on_timed"] - 0.1}}}
     assert "understates the model fitted on all of them" in "\n".join(_transfer_lines("spmv", lower))
+    far = {**prov, "confidence": {**prov["zero_shot_confidence"], "outside_sources": True, "standard_error": 0.004}}
+    headline = next(line for line in _transfer_lines("spmv", far) if line.startswith("expected quality on"))
+    assert "no figure to trust" in headline and "±" not in headline    # a ± would read as a sound figure
+    unsure = {**prov, "few_shot": {**prov["few_shot"], "estimate": None}}     # fewer than 6 timed: no figure
+    assert "no cross-validated figure for the few-shot model from 12 timed inputs" in "\n".join(
+        _transfer_lines("spmv", unsure))
     # the trees use every known device feature: the first line says so beside the zero-shot selection, and a
     # feature the zero-shot model left out (constant over the sources) is not said to be left out of the trees
     assert prov["zero_shot_device_features"] and set(prov["zero_shot_device_features"]) <= set(prov["device_features"])

@@ -75,19 +75,22 @@ def test_the_chances_of_trailing_a_baseline_are_scored_against_where_the_model_f
 
 def test_few_shot_is_cross_validated_on_its_timed_inputs_and_compared_with_its_measured_quality(family_measurements):
     """The few-shot model at 2% is also scored where it was timed, each input chosen for by the
-    same learner fitted without it (4 inputs: the correction of the zero-shot model): the estimate
-    a user gets before anything else runs on the target."""
-    m, _ = family_measurements(n_inputs=400)          # 200 training inputs, 2%: 4 timed on the target
+    same learner fitted without it (6 inputs: the trees): the estimate a user gets before anything
+    else runs on the target; with fewer timed inputs no figure, shown as —."""
+    m, _ = family_measurements(n_inputs=600)          # 300 training inputs, 2%: 6 timed on the target
     r = evaluate(m, methods=["few_shot"], holdout_by="arch")
     few = r["few_shot_calibration"]
     assert few["budget"] == 0.02 and few["targets"] == 6 and set(few["predicted"]) == set(r["targets"])
     for d, predicted in few["predicted"].items():
         cv = r["details"][d]["few_shot_2pct"]["cross_validated"]
-        assert cv["inputs"] == 4 and cv["folds"] == 4 and cv["learner"] == "correction"
+        assert cv["inputs"] == 6 and cv["folds"] == 5 and cv["learner"] == "trees"
         assert np.isclose(predicted, 100 * cv["quality"])
         assert few["measured"][d] == r["targets"][d]["few_shot_2pct"]
     assert few["within_3_points"] == sum(abs(few["predicted"][d] - few["measured"][d]) <= 3 for d in r["targets"])
     assert "predicted (few-shot 2%, CV)" in format_evaluation(r)
+    gone = dict(few["predicted"])
+    gone.pop(next(iter(gone)))                        # a target with too few timed inputs: no figure, said so
+    assert "—: fewer than 6 inputs timed" in format_evaluation({**r, "few_shot_calibration": {**few, "predicted": gone}})
     small = evaluate(family_measurements()[0], methods=["few_shot"], holdout_by="arch")   # 1 timed input
     assert small["few_shot_calibration"] == {} and "few-shot 2%, CV" not in format_evaluation(small)
 

@@ -51,7 +51,7 @@ def test_a_variant_that_failed_on_a_timed_input_is_its_worst_choice_for_the_corr
 def test_cross_validated_quality_measures_the_few_shot_model_on_the_targets_timed_inputs(odd_target):
     """Each timed input is chosen for by the same learner fitted without it: on a target no
     source is like, 20 timed inputs measure the few-shot model near its quality on the other
-    inputs, and the standard error says how near; too few inputs give no estimate."""
+    inputs, and the standard error says how near; fewer than TREES_FROM inputs give no estimate."""
     data, t, sources, train, test, prep, zero = _odd(odd_target)
     picks = train[::5]
     est = cross_validated_quality(zero, data, sources, prep.train, t, data.X[picks], data.times[t, picks],
@@ -63,9 +63,12 @@ def test_cross_validated_quality_measures_the_few_shot_model_on_the_targets_time
     times = data.times[t, picks[:3]].copy()
     times[0] = np.nan                                      # an input where nothing ran does not count
     assert cross_validated_quality(zero, data, sources, prep.train, t, data.X[picks[:3]], times, prep.features) is None
-    three = cross_validated_quality(zero, data, sources, prep.train, t, data.X[picks[:3]], data.times[t, picks[:3]],
-                                    prep.features)
-    assert three["folds"] == 3 and three["learner"] == "correction"      # leave-one-out, the correction's
+    # below TREES_FROM inputs no figure (three right choices read as 100 ± 0); from it, the trees, 5 folds
+    few = picks[:TREES_FROM]
+    assert cross_validated_quality(zero, data, sources, prep.train, t, data.X[few[:-1]], data.times[t, few[:-1]],
+                                   prep.features) is None
+    six = cross_validated_quality(zero, data, sources, prep.train, t, data.X[few], data.times[t, few], prep.features)
+    assert six["folds"] == 5 and six["inputs"] == TREES_FROM and six["learner"] == "trees"
 
 
 def test_on_nitros_own_spmv_data_a_few_inputs_keep_a_right_zero_shot_model(own_cpu_recordings):
