@@ -131,14 +131,15 @@ def _warn_if_cut(client: redis.Redis, aof: Path) -> None:
 
 def start_watchdog(socket_file: str, server_pid: int, lock_file: Path) -> int:
     """Start the watchdog of a server in a new session (it survives this process and its group);
-    its pid. The script forks and its first process ends at once, so that no process of ours is
-    left running unwaited (Python's ResourceWarning) and the watchdog's end leaves no zombie here."""
+    its pid, once its connection to the server is named (so that no release counts it as a user).
+    The script forks and its first process ends at once, so that no process of ours is left
+    running unwaited (Python's ResourceWarning) and the watchdog's end leaves no zombie here."""
     script = Path(__file__).with_name("watchdog.py")
     with subprocess.Popen([sys.executable, "-I", "-S", str(script), socket_file, str(server_pid), str(os.getpid()),
                            str(lock_file)],
                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                           start_new_session=True, close_fds=True) as starter:
-        line = starter.stdout.readline()
+        line = starter.stdout.readline()       # the watchdog's, when ready; empty if it failed first
     if not line.strip().isdigit():
         raise RuntimeError(f"the embedded store's watchdog did not start (exit status {starter.returncode}); "
                            "is the Python running nitro able to fork?")

@@ -3,8 +3,8 @@
 Run as a script (``python watchdog.py SOCKET SERVER_PID OWNER_PID LOCK_FILE``, standard library only, so
 it starts in ~20 ms and imports nothing of nitro). It is started in its own session by the
 process that started the server, and forks once so that it is not that process's child (the
-starter reads its pid and waits for the fork's parent), so killing that process, even with
-SIGKILL, or its process group leaves the watchdog running. Every half second it lists the server's clients: nitro names
+starter waits for the fork's parent and reads the watchdog's pid once its connection is named),
+so killing that process, even with SIGKILL, or its process group leaves the watchdog running. Every half second it lists the server's clients: nitro names
 its connections ``nitro-<pid>``, and once no client other than itself is connected and none of
 the pids it has seen is alive (twice in a row), it sends ``SHUTDOWN SAVE`` — the server flushes
 its append-only file and writes its snapshot, as on a clean exit — and exits; the last check
@@ -127,13 +127,16 @@ def _stop_if_idle(sock: socket.socket, server_pid: int, owners: set[int], lock_p
         return True
 
 
-def watch(socket_path: str, server_pid: int, owner_pid: int, lock_path: str) -> None:
+def watch(socket_path: str, server_pid: int, owner_pid: int, lock_path: str, ready=lambda: None) -> None:
+    """Watch the server until no one uses it, then end it; ``ready()`` once this connection is
+    named (a nitro process releasing the server before that would count it as another user)."""
     owners = {owner_pid}
     idle_polls = 0
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(30)
         sock.connect(socket_path)
         _command(sock, "CLIENT", "SETNAME", NAME)
+        ready()
         while True:
             try:
                 idle_polls = idle_polls + 1 if _idle(sock, owners) else 0
@@ -149,9 +152,10 @@ def watch(socket_path: str, server_pid: int, owner_pid: int, lock_path: str) -> 
 if __name__ == "__main__":
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # a terminal's Ctrl-C is for nitro, not for us
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    child = os.fork()           # the starter waits for this process only: it prints the watchdog's pid and
-    if child:                   # ends, so the watchdog is no child of the starter (no process left unwaited)
-        print(child, flush=True)
-        os._exit(0)
-    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
-    watch(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
+    if os.fork():               # the starter waits for this process only, which ends at once: the watchdog
+        os._exit(0)             # is no child of the starter (no process of its left unwaited)
+
+    def ready():                # the starter reads the pid once the connection is named, then stdout goes
+        print(os.getpid(), flush=True)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    watch(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], ready)
