@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from pandas._libs.parsers import STR_NA_VALUES     # the text pandas reads as missing by default
 
-from .measurement import TrainingRow
+from .row import TrainingRow
 
 
 def device_feature_names(devices: pd.DataFrame) -> list[str]:

@@ -14,7 +14,8 @@ from . import device_lock
 from . import devices as devices_mod
 from .dispatch import feature_vector
 from .learn import SVMSelector, fit_selector, make_selector
-from .measurement import EXCLUDED, TimingPolicy, TrainingRow, hash_array, measure_variants
+from .measurement import EXCLUDED, TimingPolicy, hash_array, measure_variants
+from .row import TrainingRow
 from .model import SelectorModel
 from .noise import NoisyMachineWarning, format_report, summarize
 from .metrics import fraction_of_optimum

@@ -116,7 +116,7 @@ def test_a_time_of_zero_or_less_is_refused_by_name():
 
 def test_rows_stored_with_a_time_of_zero_are_read_as_failed_runs_not_refused():
     """Before times had to be positive a store could hold a 0: it is read, not lost."""
-    from nitro.measurement import TrainingRow
+    from nitro.row import TrainingRow
     rows = {"dev": [TrainingRow("i", {"n": 1.0}, {"a": 0.0, "b": 1.0}), TrainingRow("j", {"n": 2.0}, {"a": 2.0, "b": 1.0})]}
     m = Measurements.from_rows(rows, ["a", "b"], ["n"])
     assert np.isnan(m.times.loc[("dev", "i"), "a"]) and m.times.loc[("dev", "j"), "a"] == 2.0

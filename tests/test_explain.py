@@ -31,7 +31,7 @@ def test_explain_histogram_names_deciding_features_and_where_variants_win(tmp_pa
 def test_explain_command_reads_the_store(capsys, tmp_path):
     store = Store()     # the embedded store, private to the test session
     store.declare("toy", ["a", "b"], ["n"])
-    from nitro.measurement import TrainingRow
+    from nitro.row import TrainingRow
     for dev, shift in (("d1", 1.0), ("d2", 4.0)):
         store.put_device(dev, {"width": {"value": shift, "unit": "", "source": "test"}})
         for i, n in enumerate(range(1, 41)):

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from nitro import TimingPolicy, autotuner, code_variant
 from nitro.dispatch import feature_vector
-from nitro.measurement import TrainingRow
+from nitro.row import TrainingRow
 from nitro.store.csv_io import import_computation
 
 anything = st.one_of(

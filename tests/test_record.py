@@ -26,7 +26,7 @@ def clean_store(embedded_redis):
 
 
 def test_a_recorded_family_loads_as_a_dataset_and_a_second_run_resumes(clean_store, tmp_path):
-    from nitro.measurement import TrainingRow
+    from nitro.row import TrainingRow
     r = record_family(clean_store, "histogram", tmp_path, device_id="cpu_recorded_here", n_train=2, n_test=1,
                       **NO_WAIT)
     assert (r["measured"], r["resumed"], r["inputs"]) == (3, 0, 3)

@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..measurement import TrainingRow
+from ..row import TrainingRow
 from ..store import Store
 from .servers import local_redis
 

@@ -76,7 +76,7 @@ choice returned, as it would have without refining (variants are functionally eq
 choice that raises is handled as dispatch handles it. Repeated inputs (equal feature values)
 share one row, each variant keeping its fastest time.
 
-**Recording and refitting.** Rows (:class:`nitro.measurement.TrainingRow`, input id from a hash
+**Recording and refitting.** Rows (:class:`nitro.row.TrainingRow`, input id from a hash
 of the feature values, the variants that ran timed, the others missing) go through a bounded
 queue to a writer thread: a call never waits for the store; a full queue drops the row from the
 store (not from the refit data) and a failing store is counted (:meth:`Refiner.stats`). The refit

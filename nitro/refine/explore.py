@@ -12,7 +12,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..measurement import TimingPolicy, TrainingRow
+from ..measurement import TimingPolicy
+from ..row import TrainingRow
 from ..model import SelectorModel
 from .refit import REFIT_GROWTH, duel_gain
 

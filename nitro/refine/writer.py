@@ -7,7 +7,7 @@ import queue
 import time
 import weakref
 
-from ..measurement import TrainingRow
+from ..row import TrainingRow
 
 EXIT_FLUSH = 5.0       # seconds the rows still queued at interpreter exit may take to be written
 _with_rows: "weakref.WeakSet" = weakref.WeakSet()   # refiners whose writer opened a store

@@ -26,7 +26,7 @@ from ..dataset import (ERROR_COLUMN, FEATURE_COLUMNS, MEASUREMENT_COLUMNS, Dropp
                        input_columns, load_devices, load_feature_provenance, read_csv_chunks, refuse_to_overwrite,
                        repeated_note, run_times, text_examples, unlisted_inputs_note, unmeasured_inputs_note,
                        unnamed_note, unread_columns_note)
-from ..measurement import TrainingRow
+from ..row import TrainingRow
 from .redis_store import Store
 
 CHUNK = 20_000      # CSV lines held in memory at a time (a few MB, however wide the file)

@@ -11,7 +11,7 @@ from typing import Callable, Iterable, Iterator, Mapping
 import redis
 from redis.exceptions import NoPermissionError, RedisClusterException
 
-from ..measurement import TrainingRow
+from ..row import TrainingRow
 from . import keys
 from .rowcodec import decode_rows, decoder_for, encode_rows
 from .connection import ENV_URL, clean, connect, describe

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Callable, Literal, Union
 
 import msgspec
 
-from ..measurement import TrainingRow
+from ..row import TrainingRow
 from . import keys
 from .errors import StoreError
 

@@ -14,7 +14,7 @@ import pandas as pd
 from .. import devices as devices_mod
 from ..dataset import METADATA_COLUMNS, NUMBER_WITH_UNIT, Measurements
 from ..learn.kron import TIME_WEIGHT, check_time_weight, varying_columns
-from ..measurement import TrainingRow
+from ..row import TrainingRow
 from ..metrics import fraction_of_optimum
 from ..search import budget_count
 from ..model import SelectorModel, transfer_origin

@@ -7,7 +7,7 @@ import pytest
 
 from nitro import code_variant
 from nitro.learn import RegressionSelector
-from nitro.measurement import TrainingRow
+from nitro.row import TrainingRow
 from nitro.model import SelectorModel
 from nitro.tuner import autotuner
 

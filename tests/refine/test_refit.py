@@ -139,7 +139,7 @@ def test_a_transferred_model_is_refitted_from_its_sources_rows_and_the_targets(s
     and the target's recorded rows from the store and fit boosted trees on them and this
     session's rows (a gbt model that still chooses among the same variants); without the
     sources' rows, the kernel correction."""
-    from nitro.measurement import TrainingRow
+    from nitro.row import TrainingRow
     from nitro.transfer.tune import SourcesRefit, tune_from_source
     name = "refined-from-sources"
     store.declare(name, VARIANTS, ["x"])

@@ -3,7 +3,7 @@ ones, without blocking calls when the store is unreachable or paused, and at sto
 import os
 import socket
 
-from nitro.measurement import TrainingRow
+from nitro.row import TrainingRow
 from nitro.refine import feature_id
 
 from tests.refine.helpers import VARIANTS, ROOT, make_cv, XS

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import redis
 
-from nitro.measurement import TrainingRow
+from nitro.row import TrainingRow
 
 
 def free_port() -> int:

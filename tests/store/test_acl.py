@@ -13,7 +13,7 @@ import pytest
 import redis
 
 from nitro import TimingPolicy, autotuner, code_variant
-from nitro.measurement import TrainingRow
+from nitro.row import TrainingRow
 from nitro.record import record_family
 from nitro.store import Store, StoreError, keys
 from nitro.store.acl import RULES, aclfile_line

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from nitro.measurement import TrainingRow
+from nitro.row import TrainingRow
 from nitro.store import Store, StoreError
 
 WRITERS, ROWS, SHARED = 8, 1000, 50

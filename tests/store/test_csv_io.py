@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 
 from nitro.dataset import load_dataset_dir
-from nitro.measurement import TrainingRow
+from nitro.row import TrainingRow
 from nitro.store.csv_io import export_computation, import_computation
 
 

@@ -236,7 +236,7 @@ def test_an_append_only_file_cut_inside_a_write_loads_with_a_warning(tmp_path):
 # when it used it.
 RACER = """
 import sys, time
-from nitro.measurement import TrainingRow
+from nitro.row import TrainingRow
 from nitro.store import Store
 store = Store()
 store.declare("race", ["a", "b"], ["n"])

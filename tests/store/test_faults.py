@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from nitro import TimingPolicy, autotuner, code_variant
-from nitro.measurement import TrainingRow
+from nitro.row import TrainingRow
 from nitro.store import Store, StoreError, embedded, keys
 from nitro.transfer.tune import tune_from_source
 

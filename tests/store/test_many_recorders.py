@@ -7,7 +7,7 @@ import multiprocessing
 import time
 from pathlib import Path
 
-from nitro.measurement import TrainingRow
+from nitro.row import TrainingRow
 from nitro.store import Store, StoreError, keys
 
 RECORDERS, ROWS, BATCH = 16, 10_000, 100

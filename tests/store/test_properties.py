@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nitro.measurement import TrainingRow
+from nitro.row import TrainingRow
 from nitro.model import FORMAT, SelectorModel
 from nitro.store import StoreError, keys
 

@@ -1,6 +1,6 @@
 import pytest
 
-from nitro.measurement import TrainingRow
+from nitro.row import TrainingRow
 from nitro.store import Store, StoreError, embedded, keys
 from nitro.store.connection import connect, redact
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nitro.measurement import TrainingRow
+from nitro.row import TrainingRow
 from nitro.store import StoreError
 from nitro.store.rowcodec import _decode_slowly, decode_rows, decoder, encode_rows
 

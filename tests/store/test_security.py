@@ -12,7 +12,7 @@ import pytest
 import redis
 
 import nitro
-from nitro.measurement import TrainingRow
+from nitro.row import TrainingRow
 from nitro.store import Store, StoreError, keys
 from nitro.store.connection import connect, redact
 

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 
 from nitro.dataset import Measurements
-from nitro.measurement import TrainingRow
+from nitro.row import TrainingRow
 
 VARIANTS = ["a", "b", "c"]
 

@@ -57,7 +57,7 @@ def test_per_input_margins():
 def test_a_single_source_gives_a_finite_estimate(store):
     """One source: no held-out source to learn from, so the estimate is the model's own,
     finite, and marked low (unvalidated)."""
-    from nitro.measurement import TrainingRow
+    from nitro.row import TrainingRow
     from nitro.transfer.tune import tune_from_source
     store.declare("one", ["a", "b"], ["x"])
     for dev, speed in (("src", 1.0), ("tgt", 2.0)):

@@ -7,7 +7,7 @@ import pytest
 from nitro import code_variant
 from nitro.cli import main
 from nitro.dataset import Measurements
-from nitro.measurement import TrainingRow
+from nitro.row import TrainingRow
 from nitro.transfer.coverage import choose_variants, sources_of_kind, untimed_variants
 from nitro.transfer.tune import tune_from_source
 

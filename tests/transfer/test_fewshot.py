@@ -8,7 +8,7 @@ import pytest
 
 from nitro import TimingPolicy, autotuner, code_variant
 from nitro.learn.kron import rbf
-from nitro.measurement import TrainingRow
+from nitro.row import TrainingRow
 from nitro.transfer.fewshot import pick_inputs, residual_fit
 
 SPEEDS = {"dev1": 0.5, "dev2": 1.0, "dev3": 2.0, "dev4": 4.0}

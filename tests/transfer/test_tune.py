@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
-from nitro.measurement import TrainingRow
+from nitro.row import TrainingRow
 from nitro.model import SelectorModel
 from nitro.transfer.tune import refit_from_sources, tune_from_source
 
@@ -137,7 +137,7 @@ def test_this_machines_record_measured_for_a_model_is_stored(store):
     record and its kind with the model: later models, refits and this device's refined rows read
     the same figures."""
     from nitro import devices
-    from nitro.measurement import TrainingRow
+    from nitro.row import TrainingRow
     rng = np.random.default_rng(0)
     store.declare("mine", ["a", "b"], ["x"])
     for i, cores in enumerate((2.0, 8.0, 32.0)):
@@ -162,7 +162,7 @@ def test_a_target_of_a_family_its_sources_lack_is_validated_without_each_sources
     """This machine's family, read from its CPU, or one given with the target's features: where
     no source shares it, each source is held out with its own family, as the target will be."""
     from nitro import devices
-    from nitro.measurement import TrainingRow
+    from nitro.row import TrainingRow
     rng = np.random.default_rng(0)
     store.declare("mine", ["a", "b"], ["x"])
     for i, cores in enumerate((2.0, 8.0, 32.0, 64.0)):
