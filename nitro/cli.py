@@ -69,7 +69,7 @@ def cmd_store_import(args):
     from .store.csv_io import import_computation
     result = import_computation(_store(args), args.computation, args.directory,
                                 variants=_split(args.variants),
-                                update_devices=args.update_devices)
+                                update_devices=args.update_devices, progress=not args.json)
     _emit(args, result, "\n".join([f"imported {result['rows']} rows on {result['devices']} devices as {args.computation!r}",
                                     *(f"note: {n}" for n in result["notes"])]))
 
@@ -909,6 +909,8 @@ def _run(args) -> int:
         return 2
     except KeyboardInterrupt as exc:
         print(f"nitro: {'terminated' if isinstance(exc, Terminated) else 'interrupted'}", file=sys.stderr)
+        for note in getattr(exc, "__notes__", ()):      # what the command had done (store import)
+            print(f"nitro: {note}", file=sys.stderr)
         return 143 if isinstance(exc, Terminated) else 130
     except BrokenPipeError:         # the reader left (``| head``): not an error of ours; stdout goes
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # nowhere, so exit's flush is quiet

@@ -26,6 +26,7 @@ from ..dataset import (ERROR_COLUMN, FEATURE_COLUMNS, MEASUREMENT_COLUMNS, Dropp
                        input_columns, load_devices, load_feature_provenance, read_csv_chunks, refuse_to_overwrite,
                        repeated_note, run_times, text_examples, unlisted_inputs_note, unmeasured_inputs_note,
                        unnamed_note, unread_columns_note)
+from ..progress import progress_bar
 from ..row import TrainingRow
 from .redis_store import Store
 
@@ -119,7 +120,7 @@ def _write_csv(path: Path, header: list[str], cursor) -> int:
 
 # -- import -------------------------------------------------------------------------------------
 def import_computation(store: Store, computation: str, directory, variants=None, features=None,
-                       update_devices: bool = False) -> dict:
+                       update_devices: bool = False, progress: bool = False) -> dict:
     """Read a dataset directory into the store under ``computation``, as
     :func:`nitro.dataset.load_dataset_dir` reads it (repeated measurements: their median; inputs
     with a non-finite feature dropped), streamed: the CSV files go :data:`CHUNK` lines at a time
@@ -138,12 +139,14 @@ def import_computation(store: Store, computation: str, directory, variants=None,
     Every ``devices.csv`` row is recorded (a device without measurements is a zero-shot target).
     Device records are shared by all computations: a value that differs from the stored one is
     an error, before anything is written, unless ``update_devices`` (then it is overwritten and
-    noted); features and metadata the store lacks are added."""
+    noted); features and metadata the store lacks are added. ``progress``: bars (or a line a
+    minute in a log) while the measurements are read and the rows written; an import interrupted
+    (Ctrl-C, SIGTERM) while writing says so in the exception's notes."""
     directory = dataset_dir(directory)
     profiles = _read_profiles(directory / "profiles.json", str)
     proxies = _read_profiles(directory.parent / "proxy_profiles.json", int)
     with _scratch() as db:
-        found, dropped, unnamed, unread = _spool_measurements(db, directory)
+        found, dropped, unnamed, unread = _spool_measurements(db, directory, progress)
         columns, notes = _spool_inputs(db, directory)
         notes += unread + unnamed_note(unnamed) + dropped.notes() + repeated_note(*db.execute(
             "SELECT COUNT(*), COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) AS n FROM meas WHERE time IS NOT NULL "
@@ -195,14 +198,39 @@ def import_computation(store: Store, computation: str, directory, variants=None,
             if metadata:
                 store.put_device_metadata(device, metadata)
         kept: dict[tuple[str, str], list[str]] = {}     # (device, input) -> stored variants kept
-        for device in measured:
-            store.merge_rows(computation, device, _rows(db, device, [columns[f] for f in features], features,
-                                                        variants), functools.partial(_keep_stored, device, kept))
+        rows = progress_bar(((d, r) for d in measured for r in _rows(db, d, [columns[f] for f in features], features,
+                                                                    variants)),
+                            desc="writing rows", total=written, unit="row", enabled=progress)
+        done: list[str] = []
+        try:
+            for device, group in itertools.groupby(rows, key=itemgetter(0)):
+                store.merge_rows(computation, device, (r for _, r in group),
+                                 functools.partial(_keep_stored, device, kept))
+                done.append(device)
+        except KeyboardInterrupt as exc:    # Ctrl-C or SIGTERM: say what the store now holds
+            _add_note(exc, _interrupted_note(computation, directory, done, measured))
+            raise
     if kept:
         notes.append(f"{len(kept)} stored rows merged: they keep their stored times of variants this "
                      f"directory does not time for their input ({', '.join(sorted({v for k in kept.values() for v in k}))})")
     notes += _import_profiles(store, computation, directory, measured, profiles, proxies)
     return {"devices": len(measured), "rows": written, "notes": notes}
+
+
+def _interrupted_note(computation: str, directory: Path, done: list[str], measured: list[str]) -> str:
+    """What an import stopped while writing left in the store, and how to complete it."""
+    part = measured[len(done)] if len(done) < len(measured) else None
+    return (f"the import of {directory} into {computation!r} was interrupted: the rows of {len(done)} of "
+            f"{len(measured)} devices are written" + (f", {part}'s in part" if part else "") +
+            "; run the same import again to complete it (each input's row is replaced, never added twice)")
+
+
+def _add_note(exc: BaseException, note: str) -> None:
+    """``exc.add_note(note)`` (Python 3.11+), or the same ``__notes__`` list before it."""
+    if hasattr(exc, "add_note"):
+        exc.add_note(note)
+    else:
+        exc.__notes__ = [*getattr(exc, "__notes__", ()), note]
 
 
 SHOWN = 5       # differing device values an error names
@@ -361,7 +389,8 @@ def _import_profiles(store: Store, computation: str, directory: Path, measured: 
     return notes
 
 
-def _spool_measurements(db: sqlite3.Connection, directory: Path) -> tuple[list[str], DroppedTimes, int, list[str]]:
+def _spool_measurements(db: sqlite3.Connection, directory: Path,
+                        progress: bool = False) -> tuple[list[str], DroppedTimes, int, list[str]]:
     """``measurements.csv`` into table ``meas`` (device, input, variant, time: NULL where not a
     finite, positive number, error: why a run without a time failed, where an ``error`` column
     says); the variants with a time or a failed run, in the order the file first names them
@@ -369,7 +398,8 @@ def _spool_measurements(db: sqlite3.Connection, directory: Path) -> tuple[list[s
     named no device, input or variant (dropped), and the note on columns not read."""
     db.execute("CREATE TABLE meas (device TEXT, input TEXT, variant TEXT, time REAL, error TEXT)")
     found, dropped, unnamed, unread = {}, DroppedTimes(), 0, []
-    for chunk in read_csv_chunks(directory, "measurements", CHUNK):
+    for chunk in progress_bar(read_csv_chunks(directory, "measurements", CHUNK), enabled=progress,
+                              desc=f"reading measurements, {CHUNK:,} lines", unit="chunk"):
         check_measurement_columns(directory, chunk.columns)
         unread = unread or unread_columns_note(directory, chunk.columns)
         named = chunk.dropna(subset=["device", "input", "variant"])   # a row naming nothing is dropped

@@ -543,3 +543,39 @@ def test_a_reimported_failure_replaces_the_stored_time_and_an_untimed_variant_ke
     assert row.times == {"a": 4.0, "b": None, "c": 3.0} and row.failed == {"b": "wrong result"}
     assert notes == ["1 stored rows merged: they keep their stored times of variants this directory does not time "
                      "for their input (c)"]
+
+
+def test_an_import_interrupted_while_writing_says_what_it_left_and_completes_when_run_again(redis_server, tmp_path,
+                                                                                           monkeypatch, capsys):
+    """A Ctrl-C that arrives as the third transaction is about to be sent (a KeyboardInterrupt
+    raised inside redis-py): ``nitro store import`` exits 130 saying how many devices' rows are
+    written and that running it again completes the import; the rows written are whole rows of
+    the import, and the run again gives the rows of one import."""
+    import redis
+
+    from nitro.cli import main
+    from nitro.store import Store
+    monkeypatch.setattr(Store, "BATCH", 4)
+    server = redis_server()
+    src = _tricky_dataset(tmp_path / "src", inputs=30)
+    admin = Store(server.url)
+    import_computation(admin, "clean", src)
+    full = {d: admin.rows("clean", d) for d in admin.devices("clean")}
+    real, sent = redis.client.Pipeline.execute, []
+
+    def execute(pipe, *args, **kwargs):
+        if pipe.explicit_transaction:        # an import's transaction (MULTI ... EXEC)
+            sent.append(1)
+            if len(sent) == 3:
+                raise KeyboardInterrupt
+        return real(pipe, *args, **kwargs)
+    monkeypatch.setattr(redis.client.Pipeline, "execute", execute)
+    assert main(["store", "import", str(src), "t", "--store", server.url]) == 130
+    err = capsys.readouterr().err
+    assert "nitro: interrupted" in err and "the rows of 0 of 2 devices are written, 007's in part" in err
+    assert "run the same import again to complete it" in err
+    stored = admin.rows("t", "007")
+    assert len(stored) == 4 and all(r in full["007"] for r in stored)     # the declaration, then one batch of 4
+    monkeypatch.setattr(redis.client.Pipeline, "execute", real)
+    assert main(["store", "import", str(src), "t", "--store", server.url]) == 0
+    assert {d: admin.rows("t", d) for d in admin.devices("t")} == full
