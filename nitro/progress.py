@@ -48,7 +48,8 @@ def progress_bar(iterable=None, desc: str | None = None, total: int | None = Non
 
 def _lines(iterable, desc: str, total: int | None, unit: str, file, every: float):
     """Yield ``iterable``'s items; after one ends, when ``every`` seconds have passed since the
-    start or the last line, write ``desc: k/total unit(s) done, elapsed``."""
+    start or the last line, write ``desc: k/total unit(s) done, elapsed``, and with a total the
+    time left at the pace so far."""
     if total is None and hasattr(iterable, "__len__"):
         total = len(iterable)
     start = last = time.monotonic()
@@ -57,6 +58,12 @@ def _lines(iterable, desc: str, total: int | None, unit: str, file, every: float
         now = time.monotonic()
         if now - last >= every:
             last = now
-            minutes, seconds = divmod(int(now - start), 60)
+            left = f", about {_minutes((now - start) / k * (total - k))} left" if total and k < total else ""
             print(f"{desc}: {k}{f'/{total}' if total else ''} {unit}{'s' * (k != 1)} done, "
-                  f"{minutes} min {seconds:02d} s", file=file or sys.stderr, flush=True)
+                  f"{_minutes(now - start)}{left}", file=file or sys.stderr, flush=True)
+
+
+def _minutes(seconds: float) -> str:
+    """``seconds`` as ``M min SS s``."""
+    minutes, seconds = divmod(int(seconds), 60)
+    return f"{minutes} min {seconds:02d} s"
