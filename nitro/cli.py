@@ -276,6 +276,8 @@ def cmd_evaluate(args):
         from .online import evaluate_online, format_online
         if args.seeds:
             raise ValueError("--online replays one split: give --seed, not --seeds")
+        if args.targets is not None:
+            raise ValueError("--online replays every device as the target in turn; it takes no --targets")
         if args.methods:
             raise ValueError("--online replays refining mode with every device left out in turn; "
                              "it takes no --methods")
@@ -292,6 +294,7 @@ def cmd_evaluate(args):
         return
     from .evaluate import evaluate, evaluate_splits, format_evaluation, format_splits
     options = dict(variants=_split(args.variants), devices=_split(args.devices), test_size=args.test_size,
+                   targets=None if args.targets is None else _split(args.targets),
                    methods=_split(args.methods), max_size=args.max_subset_size, k=args.k, n_jobs=args.n_jobs,
                    progress=True, cross_features=args.cross_features, holdout_by=args.holdout_by,   # stderr
                    time_weight=args.time_weight)
@@ -655,6 +658,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dataset", help="directory with devices.csv, inputs.csv[.gz], measurements.csv[.gz]")
     p.add_argument("--variants", help="comma-separated variants (default: those measured on every device)")
     p.add_argument("--devices", help="comma-separated devices (default: all)")
+    p.add_argument("--targets", help="comma-separated devices to evaluate, each with every other device as a "
+                   "source (default: all); the time grows with targets x sources")
     p.add_argument("--methods", help="comma-separated methods (default: all); selector names "
                    "(svm,regression,costmin,lsq,tree,threshold) are compared side by side")
     p.add_argument("--cross-features", choices=["cvdfs", "all"], default="cvdfs",

@@ -31,6 +31,8 @@ def test_errors_are_one_line_and_name_the_problem(capsys, tmp_path):
     assert f"{tmp_path / 'afile'} is a file: a dataset is a directory of devices" in capsys.readouterr().err
     assert main(["evaluate", str(tmp_path), "--stream", "100", "--budget", "0.5"]) == 2
     assert "--stream, --budget are options of the refining replay: add --online" in capsys.readouterr().err
+    assert main(["evaluate", str(tmp_path), "--online", "--targets", "dev1"]) == 2
+    assert "--online replays every device as the target in turn; it takes no --targets" in capsys.readouterr().err
 
 
 def test_store_rm_says_what_it_would_remove_and_removes_only_with_yes(capsys, tmp_path):

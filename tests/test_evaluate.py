@@ -287,3 +287,38 @@ def test_devices_that_timed_different_inputs_are_each_scored_on_their_own():
     for d in devices:
         assert all(0.0 < v <= 100.0 for v in r["targets"][d].values()), r["targets"][d]
         assert {"majority", "cvdfs", "few_shot_2pct", "best_source_hindsight"} <= set(r["targets"][d])
+
+
+def test_the_on_device_fits_before_the_first_target_show_their_progress(monkeypatch):
+    """Every device's on-device SVM is fitted before the first target (minutes on 12 devices ×
+    20,000 inputs, with nothing shown): on a terminal they have a bar of their own."""
+    import io
+    import sys
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+    rng = np.random.default_rng(0)
+    devices, inputs = [f"dev{i}" for i in range(4)], [f"in{i}" for i in range(30)]
+    times = pd.DataFrame(rng.uniform(1.0, 3.0, (len(devices) * len(inputs), 2)), columns=["a", "b"],
+                         index=pd.MultiIndex.from_product([devices, inputs], names=["device", "input"]))
+    m = Measurements(times, pd.DataFrame({"size": rng.uniform(1, 100, len(inputs))}, index=inputs),
+                     pd.DataFrame({"cores": rng.uniform(1, 100, len(devices))}, index=devices))
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    evaluate(m, methods=["majority"], progress=True)
+    assert "on-device SVMs" in terminal.getvalue() and "4/4" in terminal.getvalue()
+
+
+def test_targets_evaluates_only_those_with_every_other_device_a_source(family_measurements):
+    """On many devices the cost grows with targets × sources: ``targets`` scores the devices
+    named, each with every other device as a source, with the figures of the full run; a name
+    that is not a device evaluated is refused naming those that are."""
+    m, _ = family_measurements()
+    methods = ["majority", "full_set", "cvdfs"]
+    full = evaluate(m, methods=methods)
+    two = evaluate(m, methods=methods, targets=["dev1", "dev4"])
+    assert list(two["targets"]) == ["dev1", "dev4"]
+    assert two["targets"] == {d: full["targets"][d] for d in ("dev1", "dev4")}
+    with pytest.raises(ValueError, match="targets \\['gpu9'\\]: the devices evaluated are dev0, dev1"):
+        evaluate(m, methods=methods, targets=["gpu9"])
