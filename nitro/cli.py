@@ -773,11 +773,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("synthetic", parents=[common],
                        help="write a SYNTHETIC measurement directory (roofline-style times) for speed tests")
-    p.add_argument("directory")
-    p.add_argument("--inputs", type=int, default=10000)
-    p.add_argument("--devices", type=int, default=4)
-    p.add_argument("--features", type=int, default=12)
-    p.add_argument("--seed", type=_at_least(0), default=0)
+    p.add_argument("directory", help="folder to write devices.csv, inputs.csv.gz, measurements.csv.gz and a README into")
+    p.add_argument("--inputs", type=_at_least(20), default=10000,
+                   help="inputs, each timed on every device (default 10000, at least 20)")
+    p.add_argument("--devices", type=_at_least(1), default=4,
+                   help="GPU-like devices, two per architecture family (default 4)")
+    p.add_argument("--features", type=_at_least(8), default=12,
+                   help="input features: 8 that the times depend on, the rest noise (default 12, at least 8)")
+    p.add_argument("--seed", type=_at_least(0), default=0, help="random seed of devices, inputs and times (default 0)")
     p.set_defaults(func=cmd_synthetic)
 
     bench = sub.add_parser("bench", help="measure nitro's own speed").add_subparsers(dest="bench_command", required=True)
