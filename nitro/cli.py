@@ -183,7 +183,14 @@ def cmd_bench_startup(args):
 
 
 def cmd_bench_dispatch(args):
-    from .bench.dispatch import bench_dispatch, format_dispatch
+    from .bench.dispatch import bench_bundle, bench_dispatch, format_bundle, format_dispatch
+    if (args.bundle is None) != (args.inputs is None) or args.devices and args.bundle is None:
+        raise ValueError("--bundle FILE and --inputs CSV go together (--devices with them): the bundle's models "
+                         "are timed on your inputs' feature rows")
+    if args.bundle is not None:
+        result = bench_bundle(args.bundle, args.inputs, calls=args.calls, devices=_split(args.devices))
+        _emit(args, result, format_bundle(result))
+        return
     result = bench_dispatch(calls=args.calls)
     _emit(args, result, format_dispatch(result))
 
@@ -790,6 +797,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_bench_startup)
     p = bench.add_parser("dispatch", parents=[common], help="dispatch overhead against scikit-learn predict")
     p.add_argument("--calls", type=_at_least(1), default=20000)
+    p.add_argument("--bundle", metavar="FILE", help="time this bundle's models instead (with --inputs)")
+    p.add_argument("--inputs", metavar="CSV", help="feature rows to time the bundle's models on: a column per input "
+                   "feature (a data set's inputs.csv)")
+    p.add_argument("--devices", help="comma-separated bundle devices to time (default: every one)")
     p.set_defaults(func=cmd_bench_dispatch)
     p = bench.add_parser("training", parents=[common],
                          help="exhaustive training against early stopping + active learning")

@@ -337,3 +337,31 @@ def test_ctrl_c_in_record_says_what_is_kept_and_how_to_resume(tmp_path):
     assert run.returncode == 130, err
     lines = err.strip().splitlines()
     assert lines[-1] == "nitro: interrupted" and "run the same command again to resume" in lines[-2]
+
+
+def test_bench_dispatch_times_a_users_bundle_on_their_inputs(capsys, tmp_path):
+    """``--bundle FILE --inputs CSV``: each device model of a bundle one built, timed compiled
+    against NumPy on one's own feature rows (a library author could not time their own)."""
+    import numpy as np
+    import pandas as pd
+    from nitro.bench.dispatch import kernel_model, svc_model
+    from nitro.bundle import Bundle
+    kernel, svc = kernel_model(50, 4, k=4), svc_model(40, 4, k=4)
+    path = Bundle.build("mine", kernel.variants, kernel.input_features, kernel.variants[0],
+                        {"dev_a": kernel, "dev_b": svc}).save(tmp_path / "mine.json")
+    rows = pd.DataFrame(np.abs(np.random.default_rng(0).normal(size=(30, 4))), columns=kernel.input_features)
+    rows.assign(id=range(30)).to_csv(tmp_path / "inputs.csv", index=False)
+    assert main(["bench", "dispatch", "--bundle", str(path), "--inputs", str(tmp_path / "inputs.csv"),
+                 "--calls", "300", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["rows"] == 30 and [m["device"] for m in r["models"]] == ["dev_a", "dev_b"]
+    assert [m["kind"] for m in r["models"]] == ["kernel", "svc"] and [m["size"] for m in r["models"]] == [50, 40]
+    assert all(m["identical_choices"] and m["compiled_us"] > 0 for m in r["models"])
+    rows.drop(columns=[kernel.input_features[0]]).to_csv(tmp_path / "short.csv", index=False)
+    for argv, said in [(["--bundle", str(path)], "--bundle FILE and --inputs CSV go together"),
+                       (["--bundle", str(path), "--inputs", str(tmp_path / "short.csv")],
+                        f"no column for the bundle's input features ['{kernel.input_features[0]}']"),
+                       (["--bundle", str(path), "--inputs", str(tmp_path / "inputs.csv"), "--devices", "nope"],
+                        "no model for ['nope']")]:
+        assert main(["bench", "dispatch", *argv]) == 2
+        assert said in capsys.readouterr().err

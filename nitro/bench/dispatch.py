@@ -1,7 +1,8 @@
 """Dispatch overhead (features + model + constraints, not the variant) against a plain
 scikit-learn ``predict`` of one sample, on a histogram selector trained here; and the compiled
 evaluator alone on RBF models of the largest sizes the learners export (kernel models and SVCs
-at the dispatch budget, :mod:`nitro.learn.budget`) against NumPy's evaluation of one row."""
+at the dispatch budget, :mod:`nitro.learn.budget`) against NumPy's evaluation of one row; or
+the models of a bundle a user built, on their own inputs' feature rows (:func:`bench_bundle`)."""
 from __future__ import annotations
 
 import platform
@@ -12,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ..benchmarks import histogram
-from ..bundle import Bundle
+from ..bundle import Bundle, load_bundle
 from ..learn import SVMSelector
 from ..learn.budget import max_centres
 from ..measurement import TimingPolicy
@@ -123,6 +124,57 @@ def bench_dispatch(calls: int = 20000, n_train: int = 24, n_test: int = 24) -> d
         "model": hist.model.kind,
         "rbf_models": bench_rbf(),
     }
+
+
+def _size(model: SelectorModel) -> int:
+    """Support vectors, centres or tree nodes: what a call's time grows with."""
+    p = model.params
+    for key in ("support_vectors", "centers", "thresholds", "feature"):
+        if key in p:
+            return len(p[key])
+    return 0
+
+
+def bench_bundle(path, inputs, calls: int = 20000, devices: list[str] | None = None) -> dict:
+    """Per-call time of the compiled evaluator of each device model in the bundle at ``path``
+    (``devices``, default every one) on the feature rows of ``inputs`` (a CSV file or frame with a
+    column per input feature of the bundle; at most 200 rows used), against NumPy's
+    ``predict_index`` of one row in the same run, and whether both choose alike on every row."""
+    import pandas as pd
+    bundle = load_bundle(path)
+    frame = inputs if isinstance(inputs, pd.DataFrame) else pd.read_csv(inputs)
+    missing = [f for f in bundle.input_features if f not in frame.columns]
+    if missing:
+        raise ValueError(f"{inputs}: no column for the bundle's input features {missing} "
+                         f"(it has {list(frame.columns)[:12]})")
+    X = frame[bundle.input_features].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64)
+    X = X[np.isfinite(X).all(axis=1)][:200]
+    if not len(X):
+        raise ValueError(f"{inputs}: no row has a finite number for every one of {bundle.input_features}")
+    unknown = [d for d in devices or [] if d not in bundle.devices]
+    if unknown:
+        raise ValueError(f"{path}: no model for {unknown}; it has {sorted(bundle.devices)}")
+    rows = [(list(map(float, x)),) for x in X]
+    out = []
+    for device in devices or sorted(bundle.devices):
+        model = bundle.devices[device]["model"]
+        fast = model.compiled()
+        t_compiled = median_call_seconds(fast.predict_one, rows, calls)
+        t_numpy = median_call_seconds(model.predict_index, [(x[None, :],) for x in X], max(calls // 10, 300))
+        out.append({"device": device, "kind": model.kind, "size": _size(model), "compiled_us": t_compiled * 1e6,
+                    "numpy_us": t_numpy * 1e6, "ratio": t_compiled / t_numpy,
+                    "identical_choices": bool((fast.predict_batch(X) == model.predict_index(X)).all())})
+    return {"machine": f"{platform.node()} {platform.processor() or platform.machine()}", "bundle": str(path),
+            "computation": bundle.computation, "rows": len(X), "models": out}
+
+
+def format_bundle(r: dict) -> str:
+    width = max(len(m["device"]) for m in r["models"])
+    return (f"{r['computation']} bundle {r['bundle']}: compiled evaluator of each model, one feature list, "
+            f"against NumPy predict_index of one row, on {r['rows']} of your inputs:\n"
+            + "\n".join(f"  {m['device']:<{width}} {m['kind']:6} size {m['size']:5}: {m['compiled_us']:7.2f} us/call, "
+                        f"NumPy {m['numpy_us']:7.1f} us, ratio {m['ratio']:.3f}, same choices: {m['identical_choices']}"
+                        for m in r["models"]))
 
 
 def format_dispatch(r: dict) -> str:
