@@ -26,6 +26,8 @@ except ImportError:          # not POSIX: no lock (nitro's measurement is Linux-
     fcntl = None
 
 _held = threading.local()    # the devices this thread holds (a nested measurement does not wait on itself)
+_warned: set[str] = set()    # the devices this process has said it waits for (once each: Python's own
+                             # once-per-place rule forgets whenever a warnings filter changes)
 
 
 class DeviceBusyWarning(RuntimeWarning):
@@ -67,11 +69,7 @@ def timing_on(device_id: str):
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() if writable else ""
-            warnings.warn(f"another process{f' (pid {holder})' if holder.isdigit() else ''} is timing variants on "
-                          f"{device_id}: waiting for each of its inputs to end before timing one of this process's, "
-                          "so that neither disturbs the other's timings (TimingPolicy(exclusive=False) does not wait)",
-                          DeviceBusyWarning, stacklevel=3)
+            _warn_waiting(fd, writable, device_id)
             fcntl.flock(fd, fcntl.LOCK_EX)
         if writable:
             os.ftruncate(fd, 0)
@@ -83,3 +81,15 @@ def timing_on(device_id: str):
             held.discard(device_id)
     finally:
         os.close(fd)          # releases the lock
+
+
+def _warn_waiting(fd: int, writable: bool, device_id: str) -> None:
+    """Say, the first time in this process for ``device_id``, that another process holds it."""
+    if device_id in _warned:
+        return
+    _warned.add(device_id)
+    holder = os.pread(fd, 32, 0).decode(errors="replace").strip() if writable else ""
+    warnings.warn(f"another process{f' (pid {holder})' if holder.isdigit() else ''} is timing variants on "
+                  f"{device_id}: waiting for each of its inputs to end before timing one of this process's, "
+                  "so that neither disturbs the other's timings (TimingPolicy(exclusive=False) does not wait)",
+                  DeviceBusyWarning, stacklevel=4)

@@ -82,3 +82,24 @@ def test_the_lock_is_reentrant_per_thread_and_named_per_device():
     assert lock_path("a/b") != lock_path("a_b") and lock_path("x").parent == lock_path("y").parent
     with pytest.raises(TypeError, match="exclusive is True or False"):
         TimingPolicy(exclusive="yes")
+
+
+def test_a_process_says_once_that_it_waits_even_when_warning_filters_change():
+    """Python's once-per-place rule forgets whenever a filter changes (any catch_warnings does):
+    the second wait, for another holder, says nothing."""
+    import warnings
+    device = f"dev-{uuid.uuid4().hex}"
+    said = []
+    for seconds in (0.5, 0.5):
+        holder = _holding(device, seconds)
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("default")
+                with timing_on(device):
+                    pass
+            said += [w for w in caught if issubclass(w.category, DeviceBusyWarning)]
+        finally:
+            holder.wait(30)
+            holder.stdout.close()
+    assert len(said) == 1 and f"timing variants on {device}" in str(said[0].message)
+    assert said[0].filename == __file__      # points at the caller of timing_on
