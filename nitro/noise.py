@@ -120,7 +120,7 @@ def advice(report: Mapping) -> str:
             f"by a median {100 * report['undecided_median_gap']:.1f}% while repeated timings of one variant "
             f"disagree by {100 * report['undecided_median_noise']:.1f}%")
     if not report["too_noisy"]:
-        return what + "; few enough to learn around (their labels are near ties)"
+        return what + f"; few enough to learn around (at most {100 * TOO_NOISY_SHARE:.0f}% of the inputs)"
     return (what + ". The machine was too noisy for these gaps: tune again when other programs are not "
             "running (check `uptime`), or on a dedicated or pinned core, or give undecided inputs more rounds "
             "(TimingPolicy(max_rounds=...)); tune(..., remeasure=True) measures recorded inputs again")

@@ -38,6 +38,8 @@ def test_report_counts_verdicts_and_warns_only_above_the_share():
     tie = {"best": "a", "gap": 0.01, "noise": 0.005, "status": "tie"}
     calm = summarize([decided] * 18 + [tie, undecided])
     assert (calm["decided"], calm["ties"], calm["undecided"], calm["too_noisy"]) == (18, 1, 1, False)
+    wide = summarize([decided] * 19 + [{**undecided, "gap": 0.5, "noise": 1.4}])   # a 50% lead is no near tie
+    assert wide["advice"].endswith("few enough to learn around (at most 10% of the inputs)"), wide["advice"]
     noisy = summarize([decided] * 5 + [undecided] * 5)
     assert noisy["too_noisy"] and noisy["undecided_median_gap"] == pytest.approx(0.08)
     assert noisy["undecided_median_noise"] == pytest.approx(0.3)
