@@ -45,8 +45,10 @@ def spread(samples: Sequence[float]) -> float:
 
 @dataclass
 class Verdict:
-    """What the samples of one input say: the best variant, the runner-up's relative ``gap``,
-    the ``noise`` it is judged against (the larger spread of the two), the variants not yet
+    """What the samples of one input say: the best variant, the runner-up's relative ``gap``
+    (of an undecided input, that of the nearest variant not separated from the best, so that gap
+    and noise say why it is undecided), the ``noise`` it is judged against (the larger spread of
+    the two), the variants not yet
     separated from the best (``contenders``, best first) and the ``status``: ``"decided"``,
     ``"tie"`` or ``"undecided"``."""
 
@@ -80,7 +82,7 @@ def judge(samples: Mapping[str, Sequence[float]], tie: float) -> Verdict:
         noise = max(noise_of[v], noise_of[best])
         if not (gap > noise or (gap < tie and noise < tie)):
             unresolved.append(v)
-    runner = others[0]
+    runner = unresolved[0] if unresolved else others[0]     # undecided: the nearest one not separated
     gap = best_time[runner] / best_time[best] - 1.0 if best_time[best] > 0 else math.inf
     noise = max(noise_of[runner], noise_of[best])
     status = "undecided" if unresolved else ("tie" if gap < tie else "decided")

@@ -25,6 +25,15 @@ def test_gaps_within_the_noise_are_undecided_and_name_the_contenders():
     assert verdict.gap == pytest.approx(0.1) and verdict.noise == pytest.approx(0.5)
 
 
+def test_an_undecided_verdict_gives_the_gap_and_noise_of_the_variant_not_separated():
+    # the runner-up "b" is clearly behind (100% slower, steady); "c", 200% slower, has halves
+    # disagreeing by 300%: the input is undecided because of "c", and its figures say so
+    verdict = judge({"a": [1.0, 1.0], "b": [2.0, 2.0], "c": [12.0, 3.0]}, tie=0.03)
+    assert verdict.status == "undecided" and verdict.contenders == ["a", "c"]
+    assert verdict.gap == pytest.approx(2.0) and verdict.noise == pytest.approx(3.0)
+    assert verdict.gap <= verdict.noise
+
+
 def test_a_known_small_gap_is_a_tie_and_a_small_gap_with_large_noise_is_not():
     assert judge({"a": [1.0, 1.0], "b": [1.01, 1.01]}, tie=0.03).status == "tie"
     assert judge({"a": [1.2, 1.0], "b": [1.01, 1.01]}, tie=0.03).status == "undecided"
