@@ -402,7 +402,8 @@ class Autotuner:
             options = {"target": cv.device_id, "profiling_based_dfs": cv.profiling_based_dfs,
                        "search_based_dfs": cv.search_based_dfs, **kwargs}
             if target_budget is not None:
-                options.update(target_budget=target_budget, measure_target=self._measure_ids(cv))
+                options.update(target_budget=target_budget, measure_target=self._measure_ids(cv),
+                               measurable=list(self.training_ids))
             cv.model = tune_from_source(self.store, cv.name, cv.variant_names, cv.feature_names, **options)
             models.append(cv.model)
         return models

@@ -6,7 +6,7 @@ import re
 import threading
 import time
 import warnings
-from typing import Callable
+from typing import Callable, Collection
 
 import numpy as np
 import pandas as pd
@@ -324,6 +324,7 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
                      n_jobs: int | None = None, progress: bool = True, learner=None,
                      target_budget: int | float | None = None,
                      measure_target: Callable[[list[str]], list[TrainingRow]] | None = None,
+                     measurable: Collection[str] | None = None,
                      keep_variants=None, save: bool = True, time_weight: float = TIME_WEIGHT) -> SelectorModel:
     """Build (and store) computation ``name``'s model for ``target`` (default: this device)
     from every source device's training rows and device features in ``store``
@@ -351,8 +352,9 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
 
     Few-shot: with ``target_budget`` (a count, or a fraction of the training inputs), that
     many representative training inputs are timed on the target (rows already recorded for it
-    are reused; ``measure_target(input_ids)`` measures the rest, and without it they are chosen
-    among the inputs the target has recorded), and the few-shot model learns from them
+    are reused; ``measure_target(input_ids)`` measures the rest, among ``measurable`` where given
+    (the ids it can time), and without it they are chosen among the inputs the target has
+    recorded), and the few-shot model learns from them
     (:mod:`nitro.transfer.fewshot_model`): from ``TREES_FROM`` (6) inputs boosted trees on them
     and the sources' rows together (model kind ``gbt``), below that the zero-shot model
     corrected by them (kind ``kernel``)."""
@@ -419,7 +421,7 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
         provenance["zero_shot_confidence"] = provenance.pop("confidence")
     model = export_model(prep, beta, mu, list(features), provenance)
     if target_budget is not None:
-        model = _few_shot(store, name, prep, t, target_budget, measure_target, model, scores)
+        model = _few_shot(store, name, prep, t, target_budget, measure_target, measurable, model, scores)
     if save:
         store.put_model(name, target, model.to_dict())
     return model
@@ -456,8 +458,10 @@ def _new_family_groups(store: Store, sources: list[str], target_arch: str | None
     return family_groups({**family, len(sources): target_arch}, list(range(len(sources))), len(sources))
 
 
-def _few_shot(store, name, prep, t, budget, measure_target, zero_shot, zero_shot_scores) -> SelectorModel:
-    """Time ``budget`` representative training inputs on the target (reusing recorded rows)
+def _few_shot(store, name, prep, t, budget, measure_target, measurable, zero_shot,
+              zero_shot_scores) -> SelectorModel:
+    """Time ``budget`` representative training inputs on the target (reusing recorded rows;
+    picked among those recorded there or in ``measurable``, where given)
     and learn from them the few-shot model (:mod:`nitro.transfer.fewshot_model`: the
     ``zero_shot`` kernel model corrected, or boosted trees with the sources' rows from
     ``TREES_FROM`` inputs). The timed inputs also measure both models there: the zero-shot
@@ -474,6 +478,14 @@ def _few_shot(store, name, prep, t, budget, measure_target, zero_shot, zero_shot
             raise ValueError(f"{name}: a target budget needs the target's timings: {target} has none of the "
                              f"{len(prep.train)} training inputs recorded; use Autotuner.tune_from_source, which "
                              "measures them")
+    elif measurable is not None:           # pick among the inputs that can be timed (or are recorded)
+        can = set(recorded) | set(measurable)
+        pool = np.flatnonzero([data.inputs[i] in can for i in prep.train])
+        if not len(pool):
+            raise ValueError(f"{name}: a target budget needs inputs to time on {target}: none of the sources' "
+                             f"{len(prep.train)} training inputs is recorded there or among the "
+                             f"{len(set(measurable))} inputs given to time (set_training_args with the sources' "
+                             "inputs and their ids)")
     wanted = budget if isinstance(budget, int) else budget_count(budget, len(prep.train))
     if wanted > len(pool):
         warnings.warn(f"{name}: a target budget of {wanted} inputs, but {len(pool)} training inputs can be timed on "

@@ -93,3 +93,25 @@ def test_tune_from_source_with_a_target_budget_measures_only_the_picks_here(stor
     assert e["inputs"] == 8 and e["folds"] == 5 and 0.0 < e["quality"] <= 1.0 and e["stderr"] >= 0.0
     assert 0.0 < e["zero_shot_on_timed"] <= 1.0
     assert cv.explain(3)["predicted_quality"] == e["quality"]
+
+
+def test_a_target_budget_picks_only_among_the_inputs_this_tuner_can_time(store):
+    """The sources timed train and test inputs alike (an imported data set); a tuner given only
+    the training half picks among those, and one given none says what is missing."""
+    store.declare("cross", ["lin", "flat"], ["x"])
+    for dev, s in SPEEDS.items():
+        store.put_device(dev, {"speed": {"value": s, "unit": "", "source": "datasheet"}})
+        store.put_rows("cross", dev, [TrainingRow(f"x{x}", {"x": float(x)}, {"lin": x * s * 5e-4, "flat": 5e-3})
+                                      for x in XS])
+    cv = code_variant("cross", {"lin": sleeper(2e-4, 0.0), "flat": sleeper(0.0, 5e-3)},
+                      {"x": lambda x: float(x)})
+    cv.record, cv.device_id = True, "here"
+    policy = TimingPolicy(min_repeats=1, max_repeats=1, isolate=False)
+    tuner = autotuner("cross", store=store, policy=policy, progress=False)
+    with pytest.raises(ValueError, match="none of the sources' .* among the 0 inputs given to time .*set_training_args"):
+        tuner.tune_from_source([cv], target_budget=6, target_features={"speed": 0.2}, save=False)
+    mine = XS[::3]
+    tuner.set_training_args(mine, ids=[f"x{x}" for x in mine])
+    [model] = tuner.tune_from_source([cv], target_budget=6, target_features={"speed": 0.2})
+    picked = model.provenance["few_shot"]["inputs"]
+    assert len(picked) == 6 and set(picked) <= {f"x{x}" for x in mine}
