@@ -553,7 +553,7 @@ def cmd_devices(args):
             lines.append("  " + ", ".join(f"{k} {v}" for k, v in meta.items()) + "  [metadata, not features]")
         for name, rec in record.items():
             value = "missing: " + rec["missing"] if rec.get("value") is None else f"{rec['value']:.4g} {rec['unit']}"
-            lines.append(f"  {name:<24}{value:<40}[{rec['source']}]")
+            lines.append(f"  {name:<24}{value:<39} [{rec['source']}]")
     _emit(args, records, "\n".join(lines))
 
 

@@ -365,3 +365,11 @@ def test_bench_dispatch_times_a_users_bundle_on_their_inputs(capsys, tmp_path):
                         "no model for ['nope']")]:
         assert main(["bench", "dispatch", *argv]) == 2
         assert said in capsys.readouterr().err
+
+
+def test_devices_keeps_a_space_before_each_source_however_long_the_value(capsys):
+    """A long "missing: ..." reason ran into its [source] tag ("...(machine busy?)[microbench]")."""
+    assert main(["devices", "--no-measure"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  ") and line.endswith("]")
+            and "[metadata" not in line]
+    assert rows and all(" [" in row for row in rows)
