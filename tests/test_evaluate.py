@@ -244,7 +244,7 @@ def test_evaluating_over_splits_reports_each_split_and_their_spread(capsys, fami
         assert v["worst"] == min(x["min"][n] for x in single)
     assert [c["targets"] for c in r["calibration"]] == [6, 6, 6] and r["few_shot_calibration"] == [{}, {}, {}]
     assert "seed 2" in format_splits(r) and "± " in format_splits(r) and "few-shot 2%" not in format_splits(r)
-    few = evaluate_splits(family_measurements(n_inputs=400)[0], [0, 1], methods=["few_shot"])
+    few = evaluate_splits(family_measurements(n_inputs=600)[0], [0, 1], methods=["few_shot"])   # 2%: 6 inputs
     assert [c["targets"] for c in few["few_shot_calibration"]] == [6, 6] and "(few-shot 2%, cross-validated)" in format_splits(few)
     with pytest.raises(ValueError, match="two or more different seeds"):
         evaluate_splits(m, [1, 1], methods=["cvdfs"])
