@@ -74,17 +74,14 @@ def bench_training(family: str = "histogram", n_train: int = 48, n_test: int = 4
 
 
 def format_training(r: dict) -> str:
-    head = f"{'':<40}{'variant calls':>14}{'% of optimum':>14}"
-    lines = [f"training {r['family']} on {r['n_train']} inputs, scored on {r['n_test']} test inputs, "
-             f"{r['repeats']} draws ({r['machine']})", head]
     label = f"early stopping + active (budget {r['budget']})"
-    for run in r["runs"]:
-        for name, side in (("exhaustive search", "exhaustive"), (label, "reduced")):
-            lines.append(f"{'draw ' + str(run['seed']) + ': ' + name:<40}{run[side]['variant_calls']:>14}"
-                         f"{run[side]['percent_of_optimum']:>13.1f}%")
-    e, s = r["exhaustive"], r["reduced"]
-    lines += [f"{'all draws: exhaustive search':<40}{e['variant_calls']:>14.0f}{e['percent_of_optimum']:>13.1f}%",
-              f"{'all draws: ' + label:<40}{s['variant_calls']:>14.0f}{s['percent_of_optimum']:>13.1f}%",
-              f"ratios reduced / exhaustive: calls {r['calls_ratio']:.3f}, seconds {r['seconds_ratio']:.3f}, "
-              f"quality {r['quality_ratio']:.4f} (worst draw {r['worst_quality_ratio']:.4f})"]
+    rows = [(f"draw {run['seed']}: {name}", run[side]) for run in r["runs"]
+            for name, side in (("exhaustive search", "exhaustive"), (label, "reduced"))]
+    rows += [("all draws: exhaustive search", r["exhaustive"]), (f"all draws: {label}", r["reduced"])]
+    width = max(len(name) for name, _ in rows) + 2          # the labels' column fits the longest
+    lines = [f"training {r['family']} on {r['n_train']} inputs, scored on {r['n_test']} test inputs, "
+             f"{r['repeats']} draws ({r['machine']})", f"{'':<{width}}{'variant calls':>14}{'% of optimum':>14}"]
+    lines += [f"{name:<{width}}{side['variant_calls']:>14.0f}{side['percent_of_optimum']:>13.1f}%" for name, side in rows]
+    lines.append(f"ratios reduced / exhaustive: calls {r['calls_ratio']:.3f}, seconds {r['seconds_ratio']:.3f}, "
+                 f"quality {r['quality_ratio']:.4f} (worst draw {r['worst_quality_ratio']:.4f})")
     return "\n".join(lines)
