@@ -74,7 +74,9 @@ def _connect_hint(exc: Exception, url: str) -> str:
     scheme = "rediss" if url.startswith("rediss://") else "redis"
     if "HELLO must be called with the client already authenticated" in text or "NOAUTH" in text \
             or "Authentication required" in text:
-        return f"; the server asks for a password: give it in the URL ({scheme}://:PASSWORD@host:port/db)"
+        form = ("unix:///path/redis.sock?password=PASSWORD" if url.startswith("unix://")
+                else f"{scheme}://:PASSWORD@host:port/db")
+        return f"; the server asks for a password: give it in the URL ({form})"
     if isinstance(exc, redis.AuthenticationError) or "WRONGPASS" in text or "invalid username-password" in text:
         return "; the server refused the user name or password the URL gives"
     if "CERTIFICATE_VERIFY_FAILED" in text:

@@ -165,6 +165,14 @@ def test_connection_mistakes_are_named_with_what_to_do(redis_server, tmp_path):
         web.shutdown()
 
 
+def test_a_unix_socket_without_its_password_is_told_the_unix_url_form(redis_server, tmp_path):
+    sock = tmp_path / "r.sock"
+    redis_server(password=PASSWORD, args=["--unixsocket", str(sock)])
+    with pytest.raises(StoreError, match=r"give it in the URL \(unix:///path/redis.sock\?password=PASSWORD\)"):
+        connect(f"unix://{sock}")
+    assert Store(f"unix://{sock}?password={QUOTED}").computations() == []
+
+
 def test_reading_an_empty_store_writes_nothing_and_a_full_server_says_so(redis_server):
     server = redis_server(args=["--maxmemory", "3mb", "--maxmemory-policy", "noeviction"])
     store = Store(server.url)
