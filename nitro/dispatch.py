@@ -123,11 +123,21 @@ class Dispatcher:
             self._check(values)
             choice = self.default if model is None else model.predict([values])[0]
         if self.constraints and not self._valid(choice, values):
-            choice = self.default
+            first, choice = choice, self.default
             if not self._valid(choice, values):
-                raise ValueError(f"the model's choice and the default variant {self.default!r} "
-                                 "are both excluded by constraints for this input")
+                raise ValueError(self._both_excluded(model, first, values))
         return choice
+
+    def _both_excluded(self, model: SelectorModel | None, first: str, values: list[float]) -> str:
+        """Why no variant may run: which variants the constraints excluded, on which feature values."""
+        where = ", ".join(f"{n}={v:.6g}" for n, v in zip(self.features, values))
+        if model is None:
+            what = f"no model is installed, and the default variant {self.default!r} is excluded"
+        elif first == self.default:
+            what = f"the model's choice, the default variant {self.default!r}, is excluded"
+        else:
+            what = f"the model's choice {first!r} and the default variant {self.default!r} are both excluded"
+        return f"{what} by constraints for this input ({where})"
 
     def _valid(self, variant: str, values: list[float]) -> bool:
         """Whether every constraint on ``variant`` holds (only its own are evaluated: this is

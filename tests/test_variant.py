@@ -59,7 +59,12 @@ def test_excluded_choice_falls_back_to_default_and_both_excluded_is_an_error():
     assert cv.select(np.ones(10000)) == "big"
     assert cv.select(np.ones(100000)) == "small"
     cv.add_constraint("small", lambda f: f["size"] < 50000)
-    with pytest.raises(ValueError, match="both excluded"):
+    with pytest.raises(ValueError, match=r"the model's choice 'big' and the default variant 'small' are both "
+                                         r"excluded by constraints for this input \(size=100000\)"):
+        cv.select(np.ones(100000))
+    cv.model = None       # no model: the message does not speak of one
+    with pytest.raises(ValueError, match=r"^no model is installed, and the default variant 'small' is excluded by "
+                                         r"constraints for this input \(size=100000\)$"):
         cv.select(np.ones(100000))
 
 
