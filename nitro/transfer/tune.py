@@ -79,7 +79,17 @@ def _target_metadata(store: Store, target: str, target_features, record: dict, d
     if target_features is not None:
         return given_features(target_features)[1]
     stored = store.device_metadata(target)
+    if described and (row := _datasheet_product(target)) is not None:
+        return {**{k: row[k] for k in ("kind", "vendor") if isinstance(row.get(k), str) and row[k]}, **stored}
     return {**_described_metadata(target, record), **stored} if described else stored
+
+
+def _datasheet_product(target: str) -> dict | None:
+    """The datasheet row whose id ``target`` is exactly (``a100_sxm4_40gb``), else ``None``: only
+    an exact id takes published figures, so that a typo is an error, not a near product's figures."""
+    from ..devices import datasheet
+    row = datasheet.lookup(target)
+    return row if row is not None and row["id"] == target else None
 
 
 def _described_metadata(target: str, record: dict | None = None) -> dict[str, str]:
@@ -93,7 +103,8 @@ def _described_metadata(target: str, record: dict | None = None) -> dict[str, st
 def _target_record(store: Store, target: str, target_features, keep: bool = False) -> dict:
     """The target's feature record: the numbers of ``target_features``, else the store's
     record, else, when the target is a device of this machine (its CPU, a local GPU's id), that
-    device described (and measured) here. Any other name is an error, never this machine's
+    device described (and measured) here, else, when it is a datasheet product id
+    (``a100_sxm4_40gb``), that product's published figures. Any other name is an error, never this machine's
     figures under a name they do not describe (a typo must not give a model for the wrong device)."""
     if target_features is not None:
         numbers, text = given_features(target_features)
@@ -108,6 +119,16 @@ def _target_record(store: Store, target: str, target_features, keep: bool = Fals
         return record
     record = store.device(target, missing_ok=True)
     if record is not None:
+        return record
+    row = _datasheet_product(target)
+    if row is not None:      # (this machine's ids start with cpu_ or gpu, no datasheet id does)
+        from ..devices import datasheet
+        record = datasheet.features(row)       # a product no machine here is: its published figures
+        warnings.warn(f"{target}: no record in the store; the datasheet's published figures of the {row['name']} "
+                      "describe it (give --target-features / target_features= for others)", stacklevel=3)
+        if keep:
+            _keep_record(store, target, record, {k: row[k] for k in ("kind", "vendor") if isinstance(row.get(k), str)
+                                                 and row[k]})
         return record
     try:
         record = devices_mod.describe(target)

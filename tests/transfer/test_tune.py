@@ -89,6 +89,27 @@ def test_a_target_without_features_that_is_not_this_machine_is_an_error(store):
     assert store.model("toy", "dev0x") is None
 
 
+def test_a_target_named_by_its_datasheet_id_takes_the_published_figures(store):
+    """A new GPU named as the bundle section advises (a datasheet product id) gets the datasheet's
+    figures, kept with source "datasheet" and its kind; a name that only resembles an id is still
+    an error."""
+    m = record_planted(store)
+    for d, row in m.devices.iterrows():     # the sources described by datasheet features
+        store.put_device(d, {"l2_cache_kb": {"value": 30.0 * float(row["cache_kb"]), "unit": "KB", "source": "query"},
+                             "peak_gbps": {"value": 100.0 + 50.0 * float(row["decoy2"]), "unit": "GB/s",
+                                           "source": "query"}})
+    sources = ["dev1", "dev2", "dev3", "dev4"]
+    with pytest.warns(UserWarning, match="a100_sxm4_40gb: no record in the store; the datasheet's published figures"):
+        model = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=sources, target="a100_sxm4_40gb",
+                                 search_based_dfs=False, progress=False)
+    assert model.provenance["target_features"] == {"l2_cache_kb": 40960.0, "peak_gbps": 1555.0}
+    kept = store.device("a100_sxm4_40gb")
+    assert kept["peak_gbps"]["source"] == "datasheet" and store.device_metadata("a100_sxm4_40gb")["kind"] == "gpu"
+    with pytest.raises(ValueError, match=r"unknown target device 'a100_sxm4'"):
+        tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=sources, target="a100_sxm4",
+                         search_based_dfs=False, progress=False)
+
+
 def test_refit_from_sources_learns_from_the_stores_sources_and_the_targets_pairs(store):
     """Refining mode's tree refit reads the same sources as tune_from_source and learns the
     target from rows that timed two of the three variants each."""
