@@ -102,13 +102,16 @@ def bench_variants(families=None, seed: int = 0, progress: bool = False, n_train
 
 
 def format_variants(r: dict) -> str:
+    fams = r["families"]
+    wf = max([len("family"), *map(len, fams)]) + 1                       # columns fit the longest names,
+    wv = max([len("best fixed") - 7, *(len(x["best_fixed_variant"]) for x in fams.values())])   # never cut
     lines = [f"benchmark families on {r['machine']}, against {r['numpy']}", "",
-             f"{'family':<11}{'tuned %opt':>11}{'best fixed':>24}{'vs NumPy/SciPy: median':>24}{'>=1x':>7}"
+             f"{'family':<{wf}}{'tuned %opt':>11}{'best fixed':>{wv + 9}}{'vs NumPy/SciPy: median':>24}{'>=1x':>7}"
              f"{'best variants':>15}"]
-    for f, x in r["families"].items():
+    for f, x in fams.items():
         s = x["speedup_over_baseline"]
-        lines.append(f"{f:<11}{x['tuned_percent_of_optimum']:>10.1f}%"
-                     f"{x['best_fixed_variant'][:15]:>17} {x['best_fixed_percent']:>5.1f}%"
+        lines.append(f"{f:<{wf}}{x['tuned_percent_of_optimum']:>10.1f}%"
+                     f"{x['best_fixed_variant']:>{wv + 2}} {x['best_fixed_percent']:>5.1f}%"
                      f"{s['median']:>23.2f}x{100 * s['share_at_least_as_fast']:>6.0f}%{x['distinct_best_variants']:>15}")
     lines.append("")
     for f, x in r["families"].items():
