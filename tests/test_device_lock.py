@@ -36,6 +36,13 @@ def _code_variant(device, calls):
     return cv
 
 
+@pytest.fixture
+def store(embedded_redis):
+    embedded_redis.flushall()        # another test's keys (a store's schema version among them) are not ours
+    yield Store(client=embedded_redis)
+    embedded_redis.flushall()
+
+
 def _holding(device, seconds):
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, device, str(seconds)], stdout=subprocess.PIPE, text=True,
                               env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -43,10 +50,10 @@ def _holding(device, seconds):
     return holder
 
 
-def test_a_tuner_waits_for_the_process_timing_on_its_device(embedded_redis):
+def test_a_tuner_waits_for_the_process_timing_on_its_device(store):
     device = f"dev-{uuid.uuid4().hex}"
     calls = []
-    tuner = autotuner("locked", store=Store(client=embedded_redis), policy=TimingPolicy(**FAST), progress=False)
+    tuner = autotuner("locked", store=store, policy=TimingPolicy(**FAST), progress=False)
     tuner.set_training_args([3.0, 4.0])
     holder = _holding(device, 1.0)
     try:
@@ -58,13 +65,13 @@ def test_a_tuner_waits_for_the_process_timing_on_its_device(embedded_redis):
     assert len(rows) == 2 and calls and min(calls) >= released
 
 
-def test_exclusive_false_and_other_devices_do_not_wait(embedded_redis, recwarn):
+def test_exclusive_false_and_other_devices_do_not_wait(store, recwarn):
     device = f"dev-{uuid.uuid4().hex}"
     holder = _holding(device, 30.0)
     try:
         for policy, dev in ((TimingPolicy(**FAST, exclusive=False), device), (TimingPolicy(**FAST), device + "-other")):
             calls = []
-            tuner = autotuner("locked", store=Store(client=embedded_redis), policy=policy, progress=False)
+            tuner = autotuner("locked", store=store, policy=policy, progress=False)
             tuner.set_training_args([3.0])
             assert len(tuner.measure(_code_variant(dev, calls))) == 1 and calls
         assert holder.poll() is None, "the holder ended before the check"
