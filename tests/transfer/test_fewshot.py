@@ -64,10 +64,9 @@ def sleeper(per_x, const):
     return variant
 
 
-def test_tune_from_source_with_a_target_budget_measures_only_the_picks_here(store):
-    """Sources: lin (x·s·0.5 ms) beats flat (5 ms) below x = 10/s. This machine: lin costs
-    x·0.2 ms, so it wins up to x = 25, which no source shows: zero-shot cannot know it.
-    (Milliseconds, so that sleeping stays accurate on a loaded machine.)"""
+def _cross_sources(store):
+    """The sources' rows of "cross" (lin beats flat below x = 10/s) and this machine's code variant,
+    whose lin costs x·0.2 ms."""
     store.declare("cross", ["lin", "flat"], ["x"])
     for dev, s in SPEEDS.items():
         store.put_device(dev, {"speed": {"value": s, "unit": "", "source": "datasheet"}})
@@ -76,6 +75,14 @@ def test_tune_from_source_with_a_target_budget_measures_only_the_picks_here(stor
     cv = code_variant("cross", {"lin": sleeper(2e-4, 0.0), "flat": sleeper(0.0, 5e-3)},
                       {"x": lambda x: float(x)})
     cv.record, cv.device_id = True, "here"
+    return cv
+
+
+def test_tune_from_source_with_a_target_budget_measures_only_the_picks_here(store):
+    """Sources: lin (x·s·0.5 ms) beats flat (5 ms) below x = 10/s. This machine: lin costs
+    x·0.2 ms, so it wins up to x = 25, which no source shows: zero-shot cannot know it.
+    (Milliseconds, so that sleeping stays accurate on a loaded machine.)"""
+    cv = _cross_sources(store)
     tuner = autotuner("cross", store=store, policy=TimingPolicy(min_repeats=3, max_repeats=3), progress=False)
     tuner.set_training_args(XS, ids=[f"x{x}" for x in XS])
     [model] = tuner.tune_from_source([cv], target_budget=8, target_features={"speed": 0.2})
@@ -98,14 +105,7 @@ def test_tune_from_source_with_a_target_budget_measures_only_the_picks_here(stor
 def test_a_target_budget_picks_only_among_the_inputs_this_tuner_can_time(store):
     """The sources timed train and test inputs alike (an imported data set); a tuner given only
     the training half picks among those, and one given none says what is missing."""
-    store.declare("cross", ["lin", "flat"], ["x"])
-    for dev, s in SPEEDS.items():
-        store.put_device(dev, {"speed": {"value": s, "unit": "", "source": "datasheet"}})
-        store.put_rows("cross", dev, [TrainingRow(f"x{x}", {"x": float(x)}, {"lin": x * s * 5e-4, "flat": 5e-3})
-                                      for x in XS])
-    cv = code_variant("cross", {"lin": sleeper(2e-4, 0.0), "flat": sleeper(0.0, 5e-3)},
-                      {"x": lambda x: float(x)})
-    cv.record, cv.device_id = True, "here"
+    cv = _cross_sources(store)
     policy = TimingPolicy(min_repeats=1, max_repeats=1, isolate=False)
     tuner = autotuner("cross", store=store, policy=policy, progress=False)
     with pytest.raises(ValueError, match="none of the sources' .* among the 0 inputs given to time .*set_training_args"):
