@@ -50,7 +50,10 @@ def explain_computation(store: Store, name: str, devices=None, min_gain: float =
 def format_explanation(r: dict) -> str:
     lines = [f"{r['computation']}: {r['n_rows']} rows on {', '.join(r['devices'])}; "
              f"{r['n_leaves']} regions, depth {r['depth']}",
-             "features that decide, first split first: " + (", ".join(r["features_by_first_split"]) or "none (one region)"),
+             ("features that decide, first split first: " if len(r["wins"]) > 1 else
+              f"one variant, {next(iter(r['wins']), 'none')}, wins in every region: the splits say how much the others "
+              "lose, not which one wins; features split on, first split first: ")
+             + (", ".join(r["features_by_first_split"]) or "none (one region)"),
              "share of the SSE each removes: " + ", ".join(f"{f} {100 * v:.0f}%" for f, v in r["importance"].items()),
              "", r["tree_text"], "", "where each variant wins:"]
     for v, leaves in r["wins"].items():

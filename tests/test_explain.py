@@ -24,7 +24,9 @@ def test_explain_histogram_names_deciding_features_and_where_variants_win(tmp_pa
     assert set(r["wins"]) <= set(histogram.VARIANT_NAMES) and r["wins"]
     assert sum(l["n"] for l in r["leaves"]) == 14
     text = format_explanation(r)
-    assert "features that decide" in text and "where each variant wins" in text
+    assert ("features that decide" in text) == (len(r["wins"]) > 1) and "where each variant wins" in text
+    one = {**r, "wins": {"global_atomic_even": [leaf["leaf"] for leaf in r["leaves"]]}}     # one winner everywhere
+    assert "one variant, global_atomic_even, wins in every region" in format_explanation(one)
     assert (tmp_path / "hist.png").read_bytes()[:4] == b"\x89PNG"
 
 
