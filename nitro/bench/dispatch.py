@@ -78,14 +78,19 @@ def bench_rbf(calls: int = 3000, cases=RBF_CASES) -> list[dict]:
     for kind, n, d in cases:
         model = kernel_model(n, d) if kind == "kernel" else svc_model(n, d)
         X = np.abs(np.random.default_rng(1).normal(size=(2000, d)) * 2)
-        rows = [(list(map(float, x)),) for x in X[:100]]
-        fast = model.compiled()
-        t_compiled = median_call_seconds(fast.predict_one, rows, calls)
-        t_numpy = median_call_seconds(model.predict_index, [(x[None, :],) for x in X[:100]], max(calls // 10, 300))
-        out.append({"kind": kind, "centres": n, "features": d, "compiled_us": t_compiled * 1e6,
-                    "numpy_us": t_numpy * 1e6, "ratio": t_compiled / t_numpy,
-                    "identical_choices": bool((fast.predict_batch(X) == model.predict_index(X)).all())})
+        out.append({"kind": kind, "centres": n, "features": d, **_compiled_against_numpy(model, X[:100], X, calls)})
     return out
+
+
+def _compiled_against_numpy(model: SelectorModel, timed: np.ndarray, checked: np.ndarray, calls: int) -> dict:
+    """Per-call time of ``model``'s compiled evaluator (``predict_one`` of a feature list) and of
+    NumPy's ``predict_index`` of one row, both over the rows of ``timed``, and whether the two
+    choose alike on every row of ``checked``."""
+    fast = model.compiled()
+    t_compiled = median_call_seconds(fast.predict_one, [(list(map(float, x)),) for x in timed], calls)
+    t_numpy = median_call_seconds(model.predict_index, [(x[None, :],) for x in timed], max(calls // 10, 300))
+    return {"compiled_us": t_compiled * 1e6, "numpy_us": t_numpy * 1e6, "ratio": t_compiled / t_numpy,
+            "identical_choices": bool((fast.predict_batch(checked) == model.predict_index(checked)).all())}
 
 
 def bench_dispatch(calls: int = 20000, n_train: int = 24, n_test: int = 24) -> dict:
@@ -154,16 +159,11 @@ def bench_bundle(path, inputs, calls: int = 20000, devices: list[str] | None = N
     unknown = [d for d in devices or [] if d not in bundle.devices]
     if unknown:
         raise ValueError(f"{path}: no model for {unknown}; it has {sorted(bundle.devices)}")
-    rows = [(list(map(float, x)),) for x in X]
     out = []
     for device in devices or sorted(bundle.devices):
         model = bundle.devices[device]["model"]
-        fast = model.compiled()
-        t_compiled = median_call_seconds(fast.predict_one, rows, calls)
-        t_numpy = median_call_seconds(model.predict_index, [(x[None, :],) for x in X], max(calls // 10, 300))
-        out.append({"device": device, "kind": model.kind, "size": _size(model), "compiled_us": t_compiled * 1e6,
-                    "numpy_us": t_numpy * 1e6, "ratio": t_compiled / t_numpy,
-                    "identical_choices": bool((fast.predict_batch(X) == model.predict_index(X)).all())})
+        out.append({"device": device, "kind": model.kind, "size": _size(model),
+                    **_compiled_against_numpy(model, X, X, calls)})
     return {"machine": f"{platform.node()} {platform.processor() or platform.machine()}", "bundle": str(path),
             "computation": bundle.computation, "rows": len(X), "models": out}
 
