@@ -132,8 +132,11 @@ def bench_dispatch(calls: int = 20000, n_train: int = 24, n_test: int = 24) -> d
 
 
 def _size(model: SelectorModel) -> int:
-    """Support vectors, centres or tree nodes: what a call's time grows with."""
+    """Support vectors, centres or tree nodes (of every tree of a boosted model): what a call's
+    time grows with."""
     p = model.params
+    if "trees" in p:
+        return sum(len(tree["feature"]) for tree in p["trees"])
     for key in ("support_vectors", "centers", "thresholds", "feature"):
         if key in p:
             return len(p[key])
