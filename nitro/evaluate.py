@@ -95,24 +95,27 @@ def holdout_families(m: Measurements, holdout_by: str) -> dict[str, str]:
     return {d: v for d, v in m.device_metadata(holdout_by).items() if v is not None}
 
 
-def _enough_sources(idx: list[int], group: dict[int, str], holdout_by: str, names: list[str]) -> tuple[list[int], list[str]]:
-    """The targets among ``idx`` whose held-out family leaves at least :data:`MIN_SOURCES` sources,
-    and a note on each family that does not (its devices are not evaluated; ``names``: device
-    index → name); an error when none does."""
+def holdout_targets(data: TransferData, idx: list[int], family: dict[str, str],
+                    holdout_by: str) -> tuple[dict[int, str], list[int], list[str]]:
+    """Each device index's family (``family``: :func:`holdout_families`; a device without one is
+    its own), the targets among ``idx`` whose held-out family leaves at least :data:`MIN_SOURCES`
+    sources, and a note on each family that does not (its devices are not evaluated); an error
+    when none does."""
+    group = {i: family.get(d, d) for i, d in enumerate(data.devices)}
     kept, notes = [], []
-    for family in dict.fromkeys(group[t] for t in idx):
-        members = [t for t in idx if group[t] == family]
-        n = sum(group[s] != family for s in idx)
+    for held in dict.fromkeys(group[t] for t in idx):
+        members = [t for t in idx if group[t] == held]
+        n = sum(group[s] != held for s in idx)
         if n >= MIN_SOURCES:
             kept += members
         else:
-            notes.append(f"not evaluated: {', '.join(names[t] for t in members)} (holding out {holdout_by} "
-                         f"{family!r} leaves {n} source device{'s' * (n != 1)}; cross-device methods need "
+            notes.append(f"not evaluated: {', '.join(data.devices[t] for t in members)} (holding out {holdout_by} "
+                         f"{held!r} leaves {n} source device{'s' * (n != 1)}; cross-device methods need "
                          f"{MIN_SOURCES})")
     if not kept:
         raise ValueError(f"holding out by {holdout_by} leaves fewer than {MIN_SOURCES} source devices for every "
                          f"target ({'; '.join(notes)}); use --holdout-by device or add devices")
-    return sorted(kept), notes
+    return group, sorted(kept), notes
 
 
 def _few_shot_budget_note(n_train: int) -> list[str]:
@@ -259,8 +262,7 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
     family = holdout_families(m, holdout_by)
     data, idx, others, train, test, notes = split(m, variants, devices, test_size, seed)
     main, variants = [data.devices[i] for i in idx], data.variants
-    group = {i: family.get(data.devices[i], data.devices[i]) for i in range(len(data.devices))}
-    evaluated, skipped = _enough_sources(idx, group, holdout_by, data.devices)
+    group, evaluated, skipped = holdout_targets(data, idx, family, holdout_by)
     notes += skipped
     if targets is not None:
         unknown = [d for d in targets if d not in main and d not in others]

@@ -168,7 +168,7 @@ def evaluate_online(m: Measurements, variants=None, devices=None, test_size: flo
     terminal only); ``time_weight``: the zero-shot kernel fit's (:func:`nitro.learn.kron.time_weights`);
     ``holdout_by``: as :func:`nitro.evaluate.evaluate`'s, a column whose family is left out of each
     target's sources (a new architecture refined from the others); the other options are the refiner's."""
-    from .evaluate import _enough_sources, holdout_families, split
+    from .evaluate import holdout_families, holdout_targets, split
     if passes < 1 or (stream_length is not None and stream_length < 1):
         raise ValueError("a replayed stream needs at least one call")
     check_options("replay", budget=budget, time_budget=time_budget, candidates=candidates, quantile=quantile,
@@ -179,8 +179,7 @@ def evaluate_online(m: Measurements, variants=None, devices=None, test_size: flo
     started = time.perf_counter()
     family = holdout_families(m, holdout_by)
     data, idx, others, train, test, notes = split(m, variants=variants, devices=devices, test_size=test_size, seed=seed)
-    group = {i: family.get(data.devices[i], data.devices[i]) for i in range(len(data.devices))}
-    evaluated, skipped = _enough_sources(idx, group, holdout_by, data.devices)
+    group, evaluated, skipped = holdout_targets(data, idx, family, holdout_by)
     notes += skipped
     refiner_options = dict(budget=budget, time_budget=time_budget, candidates=candidates, quantile=quantile,
                            refit_every=refit_every, **options)
