@@ -301,7 +301,7 @@ def cmd_evaluate(args):
         return
     from .evaluate import evaluate, evaluate_splits, format_evaluation, format_splits
     options = dict(variants=_split(args.variants), devices=_split(args.devices), test_size=args.test_size,
-                   targets=None if args.targets is None else _split(args.targets),
+                   targets=None if args.targets is None else _split(args.targets) or [],   # "": none, not all
                    methods=_split(args.methods), max_size=args.max_subset_size, k=args.k, n_jobs=args.n_jobs,
                    progress=True, cross_features=args.cross_features, holdout_by=args.holdout_by,   # stderr
                    time_weight=args.time_weight)

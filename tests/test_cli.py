@@ -35,6 +35,15 @@ def test_errors_are_one_line_and_name_the_problem(capsys, tmp_path):
     assert "--online replays every device as the target in turn; it takes no --targets" in capsys.readouterr().err
 
 
+def test_evaluate_with_empty_targets_is_refused_not_run_on_every_device(capsys, tmp_path):
+    """``--targets "$T"`` with T empty read as no --targets: every device evaluated (an hour on a
+    large data set) instead of an error."""
+    from nitro.synthetic import generate
+    syn = generate(tmp_path / "syn", n_inputs=20, n_devices=4)["directory"]
+    assert main(["evaluate", str(syn), "--targets", "", "--methods", "majority"]) == 2
+    assert "targets none: the devices evaluated are" in capsys.readouterr().err
+
+
 def test_store_rm_says_what_it_would_remove_and_removes_only_with_yes(capsys, tmp_path):
     from nitro.synthetic import generate
     syn = generate(tmp_path / "syn", n_inputs=20, n_devices=4)["directory"]
