@@ -83,13 +83,20 @@ def timing_on(device_id: str):
         os.close(fd)          # releases the lock
 
 
+def timing_for(device_id: str, exclusive: bool = True):
+    """:func:`timing_on` where ``exclusive`` (a timing policy's), else a block that waits for nothing."""
+    return timing_on(device_id) if exclusive else contextlib.nullcontext()
+
+
 def _warn_waiting(fd: int, writable: bool, device_id: str) -> None:
     """Say, the first time in this process for ``device_id``, that another process holds it."""
     if device_id in _warned:
         return
     _warned.add(device_id)
     holder = os.pread(fd, 32, 0).decode(errors="replace").strip() if writable else ""
-    warnings.warn(f"another process{f' (pid {holder})' if holder.isdigit() else ''} is timing variants on "
+    who = ("another thread of this process" if holder == str(os.getpid()) else
+           f"another process{f' (pid {holder})' if holder.isdigit() else ''}")
+    warnings.warn(f"{who} is timing variants on "
                   f"{device_id}: waiting for each of its inputs to end before timing one of this process's, "
                   "so that neither disturbs the other's timings (TimingPolicy(exclusive=False) does not wait)",
                   DeviceBusyWarning, stacklevel=4)

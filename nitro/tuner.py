@@ -1,7 +1,6 @@
 """``autotuner``: measures variants on training inputs, records them, and trains models."""
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import math
 import warnings
@@ -206,7 +205,7 @@ class Autotuner:
             stopping = (early_stopping.for_input(best_counts, sum(best_counts.values()), len(cv.variant_names))
                         if early_stopping is not None else None)
             verdict: dict = {}
-            with device_lock.timing_on(device) if self.policy.exclusive else contextlib.nullcontext():
+            with device_lock.timing_for(device, self.policy.exclusive):
                 times, failed = measure_variants(cv.variants, args, reference=reference,
                                                  reference_variant=cv.default, check=cv.check,
                                                  allowed=cv.allowed(feats), policy=self.policy,

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import device_lock, devices
 from ..measurement import TimingPolicy, measure_variants
 from ..variant import CodeVariant
 
@@ -15,13 +16,15 @@ def as_args(item) -> tuple:
 def test_times(cv: CodeVariant, inputs, policy: TimingPolicy | None = None) -> np.ndarray:
     """(inputs × variants) seconds of every variant on every test input, as tuning records them
     (the fastest sample); NaN where a variant failed or is excluded (scoring only: nothing is recorded)."""
-    rows = []
+    rows, policy = [], policy or TimingPolicy()
+    device = cv.device_id or devices.current_device_id()
     for item in inputs:
         args = as_args(item)
         reference = cv.reference(*args) if cv.reference is not None else None
         feats = cv.compute_features(*args)
-        times, _ = measure_variants(cv.variants, args, reference=reference, reference_variant=cv.default,
-                                    check=cv.check, allowed=cv.allowed(feats), policy=policy or TimingPolicy())
+        with device_lock.timing_for(device, policy.exclusive):     # as tuning times: one process at a time
+            times, _ = measure_variants(cv.variants, args, reference=reference, reference_variant=cv.default,
+                                        check=cv.check, allowed=cv.allowed(feats), policy=policy)
         rows.append([np.nan if t is None else t for t in times.values()])
     return np.array(rows, dtype=np.float64)
 
