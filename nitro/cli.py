@@ -436,7 +436,7 @@ def _transfer_lines(computation: str, p: dict) -> list[str]:
         if not e:
             lines.append(f"no cross-validated figure for the few-shot model from {len(p['few_shot']['inputs'])} timed "
                          "inputs: time 6 or more (a larger --target-budget) for one")
-        if e:
+        else:
             lines.append(f"measured on those inputs: the zero-shot model {100 * e['zero_shot_on_timed']:.1f}% of the "
                          f"optimum, the few-shot model {100 * e['quality']:.1f} ± {100 * e['stderr']:.1f} "
                          f"({e['folds']}-fold cross-validation: each input chosen by "

@@ -141,8 +141,8 @@ def start_watchdog(socket_file: str, server_pid: int, lock_file: Path) -> int:
                           start_new_session=True, close_fds=True) as starter:
         line = starter.stdout.readline()       # the watchdog's, when ready; empty if it failed first
     if not line.strip().isdigit():
-        raise RuntimeError(f"the embedded store's watchdog did not start (exit status {starter.returncode}); "
-                           "is the Python running nitro able to fork?")
+        raise RuntimeError("the embedded store's watchdog did not start: it could not fork, or could not connect "
+                           f"to the server's socket {socket_file}")
     return int(line)
 
 
