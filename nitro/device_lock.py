@@ -3,27 +3,24 @@
 Two tuners timing on one device at once (two ``tune()`` processes, a ``nitro record`` beside a
 ``tune_from_source`` measuring its few-shot inputs) each take the other's calls as their own
 time: both record disturbed rows, and each may label the other's noise. So each input's timing
-holds an exclusive ``flock`` on a lock file per device id in the temporary folder, shared by
-every user of the machine (a lock file another user created is opened read-only, which
-``flock`` allows); a second process waits for the input being timed, so the two interleave
-input by input, and says once that it waits. The lock ends with its process, even killed.
+holds an exclusive lock (:mod:`nitro.file_lock`) on a lock file per device id in the temporary
+folder, shared by every user of the machine (made readable by all; a lock file another user
+created is opened read-only, which ``flock`` allows); a second process waits for the input being
+timed, so the two interleave input by input, and says once that it waits. The lock ends with its
+process, even killed, and a child forked while it is held (a variant's pool) does not keep it.
 ``TimingPolicy(exclusive=False)`` leaves it out (processes pinned to disjoint cores).
 """
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import re
 import tempfile
 import threading
 import warnings
 from pathlib import Path
 
-try:
-    import fcntl
-except ImportError:          # not POSIX: no lock (nitro's measurement is Linux-first)
-    fcntl = None
+from .file_lock import FileLock
 
 _held = threading.local()    # the devices this thread holds (a nested measurement does not wait on itself)
 _warned: set[str] = set()    # the devices this process has said it waits for (once each: Python's own
@@ -41,18 +38,6 @@ def lock_path(device_id: str) -> Path:
     return Path(tempfile.gettempdir()) / f"nitro-timing-{safe}-{digest}.lock"
 
 
-def _open(path: Path) -> tuple[int, bool] | None:
-    """The lock file, opened for writing where allowed (to note the holder's pid); None when it
-    cannot be opened at all (then nothing is locked)."""
-    for flags, writable in ((os.O_RDWR | os.O_CREAT, True), (os.O_RDONLY, False)):
-        try:
-            fd = os.open(path, flags | os.O_CLOEXEC, 0o644)
-        except OSError:
-            continue
-        return fd, writable
-    return None
-
-
 @contextlib.contextmanager
 def timing_on(device_id: str):
     """Hold ``device_id``'s timing lock for the block, waiting (with one warning) while another
@@ -60,27 +45,23 @@ def timing_on(device_id: str):
     held = getattr(_held, "devices", None)
     if held is None:
         held = _held.devices = set()
-    opened = _open(lock_path(device_id)) if fcntl is not None and device_id not in held else None
-    if opened is None:
+    if device_id in held:
         yield
         return
-    fd, writable = opened
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            _warn_waiting(fd, writable, device_id)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        if writable:
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, str(os.getpid()).encode(), 0)
+        lock = FileLock(lock_path(device_id), all_users=True)
+    except OSError:           # cannot be opened at all (not POSIX, another user's unreadable file): no lock
+        yield
+        return
+    with lock:
+        if not lock.try_lock():
+            _warn_waiting(lock.holder(), device_id)
+            lock.lock()
         held.add(device_id)
         try:
             yield
         finally:
             held.discard(device_id)
-    finally:
-        os.close(fd)          # releases the lock
 
 
 def timing_for(device_id: str, exclusive: bool = True):
@@ -88,14 +69,11 @@ def timing_for(device_id: str, exclusive: bool = True):
     return timing_on(device_id) if exclusive else contextlib.nullcontext()
 
 
-def _warn_waiting(fd: int, writable: bool, device_id: str) -> None:
-    """Say, the first time in this process for ``device_id``, that another process holds it."""
+def _warn_waiting(who: str, device_id: str) -> None:
+    """Say, the first time in this process for ``device_id``, that ``who`` holds it."""
     if device_id in _warned:
         return
     _warned.add(device_id)
-    holder = os.pread(fd, 32, 0).decode(errors="replace").strip() if writable else ""
-    who = ("another thread of this process" if holder == str(os.getpid()) else
-           f"another process{f' (pid {holder})' if holder.isdigit() else ''}")
     warnings.warn(f"{who} is timing variants on "
                   f"{device_id}: waiting for each of its inputs to end before timing one of this process's, "
                   "so that neither disturbs the other's timings (TimingPolicy(exclusive=False) does not wait)",

@@ -131,3 +131,26 @@ def test_threads_of_one_process_take_turns_and_the_warning_says_so():
         with timing_on(device):
             assert release.is_set()
     holder.join(30)
+
+
+def test_a_pool_made_while_timing_does_not_keep_the_device():
+    """Before 2026-11-28 a variant's multiprocessing pool (forked) made during a timing kept the
+    device's lock after it: the next timing of the same process waited for itself forever,
+    told that another thread of its own process was timing."""
+    import multiprocessing
+    import threading
+    device = f"dev-{uuid.uuid4().hex}"
+    with timing_on(device):
+        pool = multiprocessing.get_context("fork").Pool(1)    # made lazily by a variant, kept for its later calls
+        assert pool.apply(abs, (-1,)) == 1
+    try:
+        entered = threading.Event()
+
+        def again():
+            with timing_on(device):
+                entered.set()
+        threading.Thread(target=again, daemon=True).start()
+        assert entered.wait(30), "the pool's worker kept the device's lock"
+    finally:
+        pool.terminate()
+        pool.join()
