@@ -18,7 +18,6 @@ line, and the lines of inputs an earlier run recorded but this one did not expor
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import time
@@ -31,6 +30,7 @@ import pandas as pd
 from . import devices, quiet
 from .benchmarks import load
 from .dataset import read_csv_file
+from .file_lock import FileLock
 from .measurement import TimingPolicy
 from .noise import NoisyMachineWarning
 from .progress import progress_bar
@@ -113,21 +113,13 @@ class RecordingBusyError(OSError):
 @contextlib.contextmanager
 def _only_recording(directory: Path):
     """Hold ``directory``'s recording lock (``.nitro-record.lock``, released when this process ends,
-    even killed) or refuse: two recordings at once measure the same inputs twice, each one
-    disturbed by the other, and overwrite each other's ``foreign_load.csv``."""
-    path = directory / ".nitro-record.lock"
-    with open(path, "a+") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.seek(0)
-            pid = f.read().strip() or "unknown"
-            raise RecordingBusyError(f"{directory} is being recorded by another process (pid {pid}): two recordings "
+    even killed, whatever it forked) or refuse: two recordings at once measure the same inputs
+    twice, each one disturbed by the other, and overwrite each other's ``foreign_load.csv``."""
+    with FileLock(directory / ".nitro-record.lock") as lock:
+        if not lock.try_lock():
+            raise RecordingBusyError(f"{directory} is being recorded by {lock.holder()}: two recordings "
                                "at once would time the same inputs twice, each disturbed by the other; wait for "
-                               "it to end, or stop it (a stopped recording resumes)") from None
-        f.truncate(0)
-        f.write(str(os.getpid()))
-        f.flush()
+                               "it to end, or stop it (a stopped recording resumes)")
         yield
 
 
