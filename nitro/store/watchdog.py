@@ -1,8 +1,8 @@
 """Sidecar that ends the embedded ``redis-server`` once no nitro process uses it.
 
 Run as a script (``python watchdog.py SOCKET SERVER_PID OWNER_PID LOCK_FILE``, standard library only, so
-it starts in ~20 ms and imports nothing of nitro). It is started in its own session by the
-process that started the server, and forks once so that it is not that process's child (the
+it starts in ~20 ms; of nitro it loads :mod:`nitro.file_lock` alone, from its file). It is started
+in its own session by the process that started the server, and forks once so that it is not that process's child (the
 starter waits for the fork's parent and reads the watchdog's pid once its connection is named),
 so killing that process, even with SIGKILL, or its process group leaves the watchdog running. Every half second it lists the server's clients: nitro names
 its connections ``nitro-<pid>``, and once no client other than itself is connected and none of
@@ -15,12 +15,22 @@ server goes away by any other path.
 """
 from __future__ import annotations
 
-import fcntl
 import os
 import signal
 import socket
 import sys
 import time
+from pathlib import Path
+
+if __name__ == "__main__":      # run with -I -S, nitro is not importable: its lock module is loaded from its file
+    import importlib.util
+    _spec = importlib.util.spec_from_file_location("nitro_file_lock",
+                                                   Path(__file__).resolve().parents[1] / "file_lock.py")
+    _file_lock = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_file_lock)
+    FileLock = _file_lock.FileLock
+else:
+    from ..file_lock import FileLock
 
 NAME = "nitro-watchdog"
 POLL_S = 0.5
@@ -110,15 +120,14 @@ def _stop_if_idle(sock: socket.socket, server_pid: int, owners: set[int], lock_p
     the lock is taken (a process is connecting or ending it) or a client came. A data directory
     removed under the server (or one whose lock cannot be taken) is ended without one."""
     try:
-        lock = open(lock_path, "a")
+        lock = FileLock(lock_path)
     except OSError:         # removed, or not ours to open: ended without the lock
         _stop_server(sock, server_pid)
         return True
     with lock:
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
+            if not lock.try_lock():
+                return False
         except OSError:     # a file system without locks (ENOLCK): ended without it
             pass
         if not _idle(sock, owners):

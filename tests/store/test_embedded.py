@@ -3,6 +3,7 @@ SIGINT and SIGKILL, and the server they started (and its watchdog) must be gone 
 process id, with every write readable by a fresh nitro process on the same data directory."""
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -343,3 +344,35 @@ def test_the_watchdog_is_no_child_left_running(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "ResourceWarning" not in out.stderr and "still running" not in out.stderr, out.stderr
     assert out.stdout.split() == ["True"], "the watchdog's parent is the process that opened the store"
+
+
+def test_a_lock_held_too_long_names_its_holder_and_ends_with_it(tmp_path):
+    """The server lock's time-out said 'another process' without which; a child forked under
+    it (none of nitro's, but any in a process holding it) no longer keeps it after its holder dies."""
+    from nitro.store.embedded import server_lock
+    holder = subprocess.Popen([sys.executable, "-c", """
+import os, sys, time
+from pathlib import Path
+from nitro.store.embedded import server_lock
+with server_lock(Path(sys.argv[1])):
+    if os.fork() == 0:
+        time.sleep(60)
+        os._exit(0)
+    print("held", flush=True)
+    time.sleep(60)
+""", str(tmp_path)], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                              start_new_session=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(TimeoutError, match=rf"stayed locked for 0 s: another process \(pid {holder.pid}\) is"):
+            with server_lock(tmp_path, wait=0.1):
+                pass
+        holder.kill()
+        holder.wait(30)
+        with server_lock(tmp_path, wait=30):
+            pass
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(holder.pid, signal.SIGKILL)
+        holder.wait(30)
+        holder.stdout.close()
