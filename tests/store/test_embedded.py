@@ -163,7 +163,16 @@ def test_a_server_busy_past_the_reply_timeout_is_still_ended_with_its_snapshot(t
     busy = threading.Thread(target=lambda: redis.Redis(unix_socket_path=client.socket_file).execute_command(
         "DEBUG", "SLEEP", "6"), daemon=True)
     busy.start()
-    time.sleep(0.5)
+    probe = redis.Redis(unix_socket_path=client.socket_file, socket_timeout=0.2)
+    deadline = time.monotonic() + 30           # the sleep must have begun: a loaded machine is slow to start it
+    while True:                                # a server that does not answer a ping is asleep
+        try:
+            probe.ping()
+        except redis.TimeoutError:
+            break
+        assert time.monotonic() < deadline, "DEBUG SLEEP never reached the server"
+        time.sleep(0.05)
+    probe.close()
     embedded.shutdown(client)
     assert not _alive(pid) and not Path(redis_dir).exists()
     embedded.release(client)
