@@ -49,7 +49,8 @@ def timing_on(device_id: str):
         yield
         return
     try:
-        lock = FileLock(lock_path(device_id), all_users=True)
+        lock = FileLock(lock_path(device_id), all_users=True,
+                        keeps_out=f"another process timing variants on {device_id}")
     except OSError:           # cannot be opened at all (not POSIX, another user's unreadable file): no lock
         yield
         return

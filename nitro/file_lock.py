@@ -10,13 +10,17 @@ worker, a variant's ``multiprocessing`` pool) closes its copy at once, so the lo
 with its holder's release or death; a release unlocks first, so a copy left by a fork in C
 cannot keep it either. Standard library only: the store's watchdog loads this file by its path.
 On NFS, Linux emulates ``flock`` with ``fcntl`` locks on the server: an exclusive lock then
-needs the file opened for writing.
+needs the file opened for writing; where the file system cannot lock at all (NFS without its lock
+service: ``ENOLCK``), the lock is taken as granted with a :class:`LockUnavailableWarning` naming
+the file and what is no longer kept out, rather than an error that would stop every recording,
+timing or store on such a home folder.
 """
 from __future__ import annotations
 
 import errno
 import os
 import time
+import warnings
 import weakref
 from pathlib import Path
 
@@ -28,6 +32,12 @@ except ImportError:        # not POSIX: no lock can be opened (nitro's measureme
 POLL_S = 0.02              # seconds between two tries of a lock waited for with a time limit
 _PID_WIDTH = 12            # the holder's pid, padded: rewritten in place, never an empty file
 _live: "weakref.WeakSet[FileLock]" = weakref.WeakSet()    # open in this process: closed in a fork's child
+_UNSUPPORTED = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS}  # the file system cannot lock
+_warned: set[str] = set()                                  # lock files already warned about in this process
+
+
+class LockUnavailableWarning(RuntimeWarning):
+    """The file system of a lock file cannot lock: nitro goes on without the lock."""
 
 
 class FileLock:
@@ -35,11 +45,12 @@ class FileLock:
     or :meth:`lock`, then :meth:`release` (or use it as a context manager, which releases).
     ``all_users``: a lock shared by every user of the machine (in the temporary folder): the
     file is made readable by all, and one another user created is opened read-only (``flock``
-    needs no more), its holder's pid then unknown. Opening raises :class:`OSError` where the
+    needs no more), its holder's pid then unknown. ``keeps_out``: what the lock keeps out, for
+    the warning where the file system cannot lock. Opening raises :class:`OSError` where the
     file cannot be opened at all."""
 
-    def __init__(self, path, all_users: bool = False):
-        self.path, self.locked = Path(path), False
+    def __init__(self, path, all_users: bool = False, keeps_out: str = "another nitro process"):
+        self.path, self.locked, self.keeps_out = Path(path), False, keeps_out
         self._owner = os.getpid()
         self._fd, self.writable = self._open(self.path, all_users)
         _live.add(self)
@@ -66,6 +77,10 @@ class FileLock:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return False
+        except OSError as e:
+            if e.errno not in _UNSUPPORTED:
+                raise
+            self._unlockable(e)
         self._taken()
         return True
 
@@ -73,7 +88,12 @@ class FileLock:
         """Take the lock, waiting for its holder as long as it takes (``timeout`` None) or at most
         ``timeout`` seconds; whether it was taken."""
         if timeout is None:
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX)
+            except OSError as e:
+                if e.errno not in _UNSUPPORTED:
+                    raise
+                self._unlockable(e)
             self._taken()
             return True
         deadline = time.monotonic() + timeout
@@ -82,6 +102,15 @@ class FileLock:
                 return False
             time.sleep(POLL_S)
         return True
+
+    def _unlockable(self, error: OSError) -> None:
+        """Warn, once per file in this process, that its file system cannot lock."""
+        if str(self.path) in _warned:
+            return
+        _warned.add(str(self.path))
+        warnings.warn(f"{self.path}: its file system cannot lock files ({error.strerror or error}; NFS without "
+                      f"its lock service?); going on without the lock, so {self.keeps_out} at the same time is "
+                      "not kept out. Put this file on a local disk to have it.", LockUnavailableWarning, stacklevel=4)
 
     def _taken(self) -> None:
         self.locked = True
@@ -104,7 +133,11 @@ class FileLock:
         fd, self._fd = self._fd, None
         try:
             if self.locked and self._owner == os.getpid():
-                fcntl.flock(fd, fcntl.LOCK_UN)     # before closing: no copy of the descriptor keeps it
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_UN)     # before closing: no copy of the descriptor keeps it
+                except OSError as e:
+                    if e.errno not in _UNSUPPORTED:    # never locked where the file system cannot lock
+                        raise
         finally:
             self.locked = False
             os.close(fd)

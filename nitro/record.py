@@ -115,7 +115,7 @@ def _only_recording(directory: Path):
     """Hold ``directory``'s recording lock (``.nitro-record.lock``, released when this process ends,
     even killed, whatever it forked) or refuse: two recordings at once measure the same inputs
     twice, each one disturbed by the other, and overwrite each other's ``foreign_load.csv``."""
-    with FileLock(directory / ".nitro-record.lock") as lock:
+    with FileLock(directory / ".nitro-record.lock", keeps_out="another recording of this folder") as lock:
         if not lock.try_lock():
             raise RecordingBusyError(f"{directory} is being recorded by {lock.holder()}: two recordings "
                                "at once would time the same inputs twice, each disturbed by the other; wait for "

@@ -176,3 +176,47 @@ def test_two_users_exclude_each_other_under_a_umask_of_077():
             holder.stdout.close()
     finally:
         shutil.rmtree(top)
+
+
+class _NoLocks:
+    """fcntl as on NFS without its lock service: every flock fails with ENOLCK."""
+    LOCK_EX, LOCK_NB, LOCK_UN = 2, 4, 8
+
+    @staticmethod
+    def flock(fd, op):
+        import errno
+        raise OSError(errno.ENOLCK, "No locks available")
+
+
+def test_a_file_system_that_cannot_lock_is_named_in_one_warning_and_nothing_stops(tmp_path, monkeypatch):
+    """ENOLCK (NFS without its lock service) was a raw OSError that stopped every recording, timing
+    and store on such a folder; the lock is now granted, with one warning naming the file and what
+    it no longer keeps out."""
+    import nitro.file_lock as file_lock
+    from nitro.file_lock import LockUnavailableWarning
+    monkeypatch.setattr(file_lock, "fcntl", _NoLocks)
+    path = tmp_path / "x.lock"
+    with pytest.warns(LockUnavailableWarning, match=r"x\.lock: its file system cannot lock files.*another recording"):
+        with FileLock(path, keeps_out="another recording") as lock:
+            assert lock.try_lock() and lock.locked
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")             # once per file: no second warning
+        with FileLock(path) as again:
+            assert again.lock() and again.lock(timeout=1)
+    assert not again.locked
+
+
+def test_other_lock_errors_are_still_raised(tmp_path, monkeypatch):
+    import errno
+
+    import nitro.file_lock as file_lock
+
+    class _Broken(_NoLocks):
+        @staticmethod
+        def flock(fd, op):
+            raise OSError(errno.EBADF, "Bad file descriptor")
+    monkeypatch.setattr(file_lock, "fcntl", _Broken)
+    with FileLock(tmp_path / "y.lock") as lock:
+        with pytest.raises(OSError, match="Bad file descriptor"):
+            lock.try_lock()

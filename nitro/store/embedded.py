@@ -57,7 +57,7 @@ def server_lock(directory: Path, wait: float = LOCK_WAIT):
     dies, so a killed holder never leaves it taken, nor does a child it forked). A directory
     removed under a running server has no lock to take: its server is ended without one."""
     try:
-        lock = FileLock(directory / LOCK_FILE)
+        lock = FileLock(directory / LOCK_FILE, keeps_out="another process starting or ending the store's server")
     except FileNotFoundError:
         yield
         return

@@ -128,7 +128,7 @@ def _stop_if_idle(sock: socket.socket, server_pid: int, owners: set[int], lock_p
         try:
             if not lock.try_lock():
                 return False
-        except OSError:     # a file system without locks (ENOLCK): ended without it
+        except OSError:     # the lock failed otherwise (one that cannot lock is granted): ended without it
             pass
         if not _idle(sock, owners):
             return False
