@@ -490,8 +490,9 @@ def cmd_record(args):
         load(family)
     out = {}
     try:
-        for family in families:
+        for i, family in enumerate(families):   # a disturbed device record is taken again once, not per family
             out[family] = record_family(_store(args), family, args.directory, device_id=args.device_id,
+                                        device_record=i == 0,
                                         n_train=args.train, n_test=args.test, seed=args.seed,
                                         max_foreign=args.max_foreign, wait_share=args.wait_share,
                                         wait_window=args.wait_window,

@@ -126,7 +126,7 @@ def _only_recording(directory: Path):
 def record_family(store: Store, family: str, directory, device_id: str | None = None, n_train: int = 48,
                   n_test: int = 48, seed: int = 0, max_foreign: float = 0.05, wait_share: float = 0.10,
                   attempts: int = 5, wait_window: float = 2.0, wait_timeout: float = 600.0,
-                  policy: TimingPolicy | None = None,
+                  policy: TimingPolicy | None = None, device_record: bool = True,
                   progress: bool = True) -> dict:
     """Record ``family`` here (see the module docstring) under ``device_id`` (default the GPU
     a GPU family runs on, else this machine's CPU) and write it under ``directory``; a summary of what was measured. ``policy``:
@@ -135,7 +135,9 @@ def record_family(store: Store, family: str, directory, device_id: str | None = 
     is kept as it is, and an input counts as recorded only with a row and a line in
     ``foreign_load.csv`` whose share is at most ``max_foreign`` (rows that ``tune()`` left there,
     and inputs a busy machine disturbed, are timed again); a device record is taken again unless
-    ``foreign_load.csv`` says it was taken quietly. ``directory`` holds one device's recording."""
+    ``foreign_load.csv`` says it was taken quietly (``device_record=False``: only a missing one, so
+    that a run recording several families takes a disturbed one once, not once per family).
+    ``directory`` holds one device's recording."""
     if not 0 <= max_foreign <= 1 or not 0 < wait_share <= 1 or attempts < 1 or not wait_window >= 0:
         raise ValueError(f"need 0 <= max_foreign <= 1 (--max-foreign), 0 < wait_share <= 1 (--wait-share), "
                          f"attempts >= 1 (--attempts) and wait_window >= 0 (--wait-window); got {max_foreign}, "
@@ -177,7 +179,7 @@ def record_family(store: Store, family: str, directory, device_id: str | None = 
         disturbed = logged[(logged["computation"] == DEVICE_RECORD) & (logged["input"] == device)
                            & (logged["foreign_cpu_share"] > max_foreign)]
         device_share, device_kept = None, False
-        if store.device(device, missing_ok=True) is None or not disturbed.empty:   # none yet, or a disturbed one
+        if store.device(device, missing_ok=True) is None or (device_record and not disturbed.empty):  # none, or disturbed
             record, device_share, wall, tries, _ = _quietest(lambda: devices.local_record(device), *settings)
             # a busier moment than the stored record's keeps that one
             device_kept = not disturbed.empty and float(disturbed["foreign_cpu_share"].min()) <= device_share

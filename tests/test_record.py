@@ -215,3 +215,22 @@ def test_a_family_of_ones_own_records_from_its_file(clean_store, tmp_path):
     m = load_dataset_dir(tmp_path / "rec" / "sumsq")
     assert sorted(m.variants) == ["loop", "numpy"] and len(m.inputs) == 4
     assert m.device_ids == ["cpu_own"]
+
+
+def test_a_disturbed_device_record_is_taken_again_once_per_run_not_per_family(clean_store, tmp_path):
+    """``nitro record histogram,spmv`` on a busy machine took the disturbed device record again for
+    every family (each up to --wait-timeout); the families after the first leave it as it is."""
+    args = dict(device_id="cpu_once_here", n_train=1, n_test=0, **{**NO_WAIT, "max_foreign": 0.0})
+    record_family(clean_store, "histogram", tmp_path, **{**args, "max_foreign": 1.0})
+    path = tmp_path / "foreign_load.csv"
+    load = pd.read_csv(path)
+    load.loc[load["computation"] == "device_record", "foreign_cpu_share"] = 0.5    # disturbed (above 0.0)
+    load.to_csv(path, index=False)
+    device = clean_store.device("cpu_once_here")
+    later = record_family(clean_store, "spmv", tmp_path, device_record=False, **args)
+    assert later["device_record_foreign_share"] is None and not later["device_record_kept_earlier"]
+    assert clean_store.device("cpu_once_here") == device
+    logged = pd.read_csv(path)
+    assert logged.loc[logged["computation"] == "device_record", "foreign_cpu_share"].tolist() == [0.5]
+    first = record_family(clean_store, "histogram", tmp_path, **args)       # the run's first family takes it again
+    assert first["device_record_foreign_share"] is not None
