@@ -22,7 +22,7 @@ from ..progress import progress_bar
 from ..store import Store
 from ..store.redis_store import same_computation
 from .coverage import choose_variants, sources_of_kind
-from .confidence import estimate_quality, nearest_distances
+from .confidence import estimate_quality, few_shot_verdict, nearest_distances
 from .cvdfs import cv_dfs, family_groups, held_out_results
 from .data import TransferData, concatenate, stack_times
 from .fewshot import pick_inputs
@@ -531,6 +531,9 @@ def _few_shot(store, name, prep, t, budget, measure_target, measurable, zero_sho
     estimate = cross_validated_quality(zero_shot, data, prep.sources, prep.train, t, data.X[picks], times, cols)
     if estimate is not None:
         estimate["zero_shot_on_timed"] = fraction_of_optimum(times[ok], zero_shot_scores[rows][ok].argmax(axis=1))
+        estimate.update(few_shot_verdict(estimate, int(ok.sum())))
+        if estimate["level"] == "low":
+            warnings.warn(f"{name}: on {target}, {estimate['advice']}", stacklevel=3)
     learner = "correction" if model.kind == "kernel" else "trees"     # the estimate's names (learner_for)
     provenance = {**provenance, "few_shot": {"inputs": [i for i, good in zip(ids, ok) if good],
                                              "learner": learner, "estimate": estimate}}

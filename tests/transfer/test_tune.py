@@ -4,6 +4,7 @@ import re
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from nitro.row import TrainingRow
@@ -389,6 +390,38 @@ def test_too_few_timed_inputs_for_a_target_the_estimate_calls_low_are_said_so(st
         warnings.simplefilter("always")
         assert tune_from_source(store, "toy", VARIANTS, ["size", "skew"], target_budget=6, **kw).kind == "gbt"
     assert not [w for w in caught if "only correct the zero-shot model" in str(w.message)]
+
+
+def test_a_few_shot_model_still_far_off_on_its_timed_inputs_says_so_and_how_many_more_to_time(store, odd_target):
+    """A target whose fastest variant follows no input feature (each input's winner drawn at
+    random, twice as fast as the others) defeats the few-shot model too: its cross-validated
+    figure on the timed inputs stays below 90%, and tune_from_source must say so (and to time
+    twice as many) instead of leaving the user with a model the few timed inputs call poor."""
+    m = odd_target(n_inputs=160)
+    rng = np.random.default_rng(1)
+    variants = list(m.variants)
+    store.declare("odd", variants, ["x"])
+    for d in m.device_ids:
+        t = m.for_device(d)
+        if d == "odd":                   # per input, one variant drawn at random runs in half the time
+            base = t.to_numpy().min(axis=1, keepdims=True)
+            fast = rng.integers(0, len(variants), len(t))
+            t = pd.DataFrame(np.where(np.arange(len(variants)) == fast[:, None], base, 2 * base), index=t.index,
+                             columns=variants)
+        store.put_rows("odd", d, [TrainingRow(i, m.inputs.loc[i].to_dict(), t.loc[i].to_dict()) for i in t.index])
+        store.put_device(d, {k: {"value": float(v), "unit": "", "source": "datasheet"} for k, v in m.devices.loc[d].items()})
+    with pytest.warns(UserWarning, match=r"on odd, the few-shot model reached .* on the 12 inputs timed .*below 90%.*"
+                                         r"target_budget=24 in Python, --target-budget 24"):
+        model = tune_from_source(store, "odd", variants, ["x"], target="odd", target_budget=12, save=False,
+                                 progress=False)
+    e = model.provenance["few_shot"]["estimate"]
+    assert e["level"] == "low" and e["quality"] < 0.9 and "twice as many" in e["advice"]
+    with warnings.catch_warnings(record=True) as caught:   # a source like the others: the few-shot model is fine
+        warnings.simplefilter("always")
+        fine = tune_from_source(store, "odd", variants, ["x"], sources=["dev0", "dev1", "dev2"], target="dev3",
+                                target_budget=12, save=False, progress=False)
+    assert fine.provenance["few_shot"]["estimate"]["level"] == "high"
+    assert not [w for w in caught if "the few-shot model reached" in str(w.message)]
 
 
 def test_sources_that_timed_different_inputs_have_their_rows_filled_in_and_say_so(store):
