@@ -202,6 +202,19 @@ def test_explain_reports_the_choice_its_runner_up_and_the_models_own_estimate():
     assert far["variant"] == "b" and np.isclose(far["expected_fraction"], 0.9) and not far["overridden"]
     cv.add_constraint("a", lambda f: f["x"] > 10)    # the default runs where the model's choice may not
     assert cv.explain(1.0)["overridden"] and cv.explain(1.0)["variant"] == "b"
+    assert "low_because" not in near and "advice" not in near
+    # a zero-shot estimate called low: the figure comes with why and what to do, never alone
+    low = {"predicted_quality": 0.969, "level": "low", "outside_sources": True, "advice": "time 6 inputs",
+           "low_because": ["outside the sources' device features (23.0 from zen5, where the sources lie within 4.1)"]}
+    cv.model = SelectorModel(model.variants, model.input_features, model.kind, model.params, provenance={"confidence": low})
+    said = cv.explain(1.0)
+    assert said["level"] == "low" and said["outside_sources"] and said["advice"] == "time 6 inputs"
+    assert said["low_because"] == low["low_because"]
+    # a few-shot model whose cross-validated figure is still low says so too
+    few = {"few_shot": {"estimate": {"quality": 0.79, "stderr": 0.045, "level": "low", "advice": "time 88"}}}
+    cv.model = SelectorModel(model.variants, model.input_features, model.kind, model.params, provenance=few)
+    said = cv.explain(1.0)
+    assert said["predicted_quality"] == 0.79 and said["level"] == "low" and said["advice"] == "time 88"
 
 
 def test_keyword_arguments_reach_the_features_and_the_variants():
