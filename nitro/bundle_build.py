@@ -46,6 +46,19 @@ def device_models(store: Store, name: str, devices: list[str], learner="svm") ->
     return models
 
 
+def low_estimate(provenance: dict) -> str | None:
+    """Why a stored model may be far off on its device, where its own estimate says so: a
+    zero-shot model (``tune_from_source``) whose estimate is "low", or a few-shot model whose
+    cross-validated figure on the target's timed inputs is; ``None`` otherwise."""
+    zero = provenance.get("confidence") or {}
+    if zero.get("level") == "low":
+        return f"zero-shot, estimate low: {'; '.join(zero.get('low_because', []))}"
+    few = (provenance.get("few_shot") or {}).get("estimate") or {}
+    if few.get("level") == "low":
+        return f"few-shot, {100 * few['quality']:.1f}% of the optimum on the {few.get('inputs', '?')} inputs timed"
+    return None
+
+
 def transfer_block(store: Store, name: str, sources: list[str]) -> Transfer:
     """The Kronecker KRR model of :func:`nitro.transfer.tune.tune_from_source` over ``sources``
     (all device features known on every source, no feature search), in closed form: the model
@@ -130,6 +143,8 @@ def build_bundle(store: Store, name: str, devices=None, learner="svm", default: 
                         datasheet=datasheet_table(),
                         provenance={"built_from": _store_kind(store), "devices": devices,
                                     "stored_models": stored, "fitted": {"learner": str(learner), "devices": fitted},
+                                    "low_estimates": {d: why for d in stored
+                                                      if (why := low_estimate(models[d].provenance))},
                                     "transfer_blocks": {k: b.sources for k, b in blocks.items()}})
 
 

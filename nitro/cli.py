@@ -109,7 +109,12 @@ def cmd_bundle_build(args):
               "transfer_blocks": {k: b.sources for k, b in bundle.transfer.items()}, "default": bundle.default,
               "models_left_out": left_out}
     made = bundle.provenance
-    result.update(stored_models=made["stored_models"], fitted=made["fitted"]["devices"])
+    result.update(stored_models=made["stored_models"], fitted=made["fitted"]["devices"],
+                  low_estimates=made["low_estimates"])
+    low = "".join(f"\nwarning: the model of {d} may be far off there ({why}): time inputs on it (nitro "
+                  f"tune-from-source --target {d} --target-budget N, or Autotuner.tune_from_source(..., "
+                  "target_budget=N)) or refine it in production before shipping"
+                  for d, why in result["low_estimates"].items())
     fitted = (f"; fitted with --learner {made['fitted']['learner']} and stored: {', '.join(result['fitted'])}"
               if result["fitted"] else "")
     stored = f"; the store's models of {', '.join(result['stored_models'])}" if result["stored_models"] else ""
@@ -120,7 +125,7 @@ def cmd_bundle_build(args):
     _emit(args, result, f"wrote {path} ({result['bytes']:,} bytes): models of {len(bundle.devices)} device{'s' * (len(bundle.devices) != 1)}"
                         f"{stored}{fitted}; transfer blocks "
                         f"{', '.join(f'{k} ({len(v)} sources)' for k, v in result['transfer_blocks'].items()) or 'none'}"
-                        f"; default {bundle.default}{default}{left}")
+                        f"; default {bundle.default}{default}{left}{low}")
 
 
 def cmd_bundle_show(args):
