@@ -288,8 +288,6 @@ def cmd_evaluate(args):
         from .online import evaluate_online, format_online
         if args.seeds:
             raise ValueError("--online replays one split: give --seed, not --seeds")
-        if args.targets is not None:
-            raise ValueError("--online replays every device as the target in turn; it takes no --targets")
         if args.methods:
             raise ValueError("--online replays refining mode with every device left out in turn; "
                              "it takes no --methods")
@@ -301,7 +299,8 @@ def cmd_evaluate(args):
                                  refit_every=args.refit_every, cvdfs=args.zero_shot == "cvdfs",
                                  max_size=args.max_subset_size, n_jobs=args.n_jobs, refit=args.refit,
                                  progress=True, time_weight=args.time_weight,     # on stderr: --json too
-                                 holdout_by=args.holdout_by)
+                                 holdout_by=args.holdout_by,
+                                 targets=None if args.targets is None else _split(args.targets) or [])
         _emit(args, result, format_online(result))
         return
     from .evaluate import evaluate, evaluate_splits, format_evaluation, format_splits

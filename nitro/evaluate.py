@@ -132,6 +132,18 @@ def _few_shot_budget_note(n_train: int) -> list[str]:
                if few else "")]
 
 
+def only_targets(data: TransferData, evaluated: list[int], others: list[str], main: list[str], targets):
+    """The targets (indices of the main group) and cross-kind devices among ``targets`` (device
+    names; ``None``: all), every other device staying a source; a name that is neither, or no
+    name at all, is refused."""
+    if targets is None:
+        return evaluated, others
+    unknown = [d for d in targets if d not in main and d not in others]
+    if unknown or not targets:
+        raise ValueError(f"targets {unknown or 'none'}: the devices evaluated are {', '.join(main + others)}")
+    return [t for t in evaluated if data.devices[t] in targets], [o for o in others if o in targets]
+
+
 def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, seed: int = 0):
     """The evaluation's data and split: ``(data, main, others, train, test, notes)`` with
     ``main`` the device indices of the largest kind, ``others`` the cross-kind device ids,
@@ -264,12 +276,7 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
     main, variants = [data.devices[i] for i in idx], data.variants
     group, evaluated, skipped = holdout_targets(data, idx, family, holdout_by)
     notes += skipped
-    if targets is not None:
-        unknown = [d for d in targets if d not in main and d not in others]
-        if unknown or not targets:
-            raise ValueError(f"targets {unknown or 'none'}: the devices evaluated are {', '.join(main + others)}")
-        evaluated = [t for t in evaluated if data.devices[t] in targets]
-        others = [o for o in others if o in targets]
+    evaluated, others = only_targets(data, evaluated, others, main, targets)
     if "few_shot" in methods:
         notes += _few_shot_budget_note(len(train))
     # validation as tune_from_source does it: without each source's family where the target's is

@@ -158,7 +158,7 @@ def evaluate_online(m: Measurements, variants=None, devices=None, test_size: flo
                     quantile: float = QUANTILE, refit_every: int = REFIT_EVERY,
                     cvdfs: bool = False, max_size: int = 3, n_jobs: int | None = None, refit: str = "trees",
                     progress: bool = False, time_weight: float = TIME_WEIGHT, holdout_by: str = "device",
-                    **options) -> dict:
+                    targets=None, **options) -> dict:
     """Replay refining mode for every target of the split of :func:`nitro.evaluate.split`
     (see the module documentation). ``stream_length`` calls per target (default ``passes``
     shuffled passes over its training inputs); ``refit``: ``"trees"`` (the sources' rows and
@@ -167,8 +167,9 @@ def evaluate_online(m: Measurements, variants=None, devices=None, test_size: flo
     :func:`nitro.transfer.fewshot.refine_model`); ``progress``: a bar over the targets (on a
     terminal only); ``time_weight``: the zero-shot kernel fit's (:func:`nitro.learn.kron.time_weights`);
     ``holdout_by``: as :func:`nitro.evaluate.evaluate`'s, a column whose family is left out of each
-    target's sources (a new architecture refined from the others); the other options are the refiner's."""
-    from .evaluate import holdout_families, holdout_targets, split
+    target's sources (a new architecture refined from the others); ``targets``: only these devices
+    replayed (every other device still a source); the other options are the refiner's."""
+    from .evaluate import holdout_families, holdout_targets, only_targets, split
     if passes < 1 or (stream_length is not None and stream_length < 1):
         raise ValueError("a replayed stream needs at least one call")
     check_options("replay", budget=budget, time_budget=time_budget, candidates=candidates, quantile=quantile,
@@ -180,6 +181,7 @@ def evaluate_online(m: Measurements, variants=None, devices=None, test_size: flo
     family = holdout_families(m, holdout_by)
     data, idx, others, train, test, notes = split(m, variants=variants, devices=devices, test_size=test_size, seed=seed)
     group, evaluated, skipped = holdout_targets(data, idx, family, holdout_by)
+    evaluated, others = only_targets(data, evaluated, others, [data.devices[i] for i in idx], targets)
     notes += skipped
     refiner_options = dict(budget=budget, time_budget=time_budget, candidates=candidates, quantile=quantile,
                            refit_every=refit_every, **options)
@@ -202,9 +204,9 @@ def evaluate_online(m: Measurements, variants=None, devices=None, test_size: flo
         "refiner": {k: v for k, v in refiner_options.items() if not callable(v)}, "refit": refit,
         "passes": passes if stream_length is None else None, "stream_length": stream_length,
         "targets": targets, "cross_kind": cross,
-        "mean": {k: float(np.mean([r[k] for r in targets.values()])) for k in KEYS},
+        "mean": {k: float(np.mean([r[k] for r in targets.values()])) for k in KEYS} if targets else {},
         "worst": {k: float((np.min if k.endswith("percent") and k != "explored_percent" else np.max)(
-            [r[k] for r in targets.values()])) for k in KEYS},
+            [r[k] for r in targets.values()])) for k in KEYS} if targets else {},
         "seconds": time.perf_counter() - started,
     }
 
@@ -236,8 +238,9 @@ def format_online(r: dict) -> str:
                 f"{v['zero_shot_percent']:>12.1f}{v['refined_percent']:>13.1f}{refits:>7}")
     for name, v in r["targets"].items():
         lines.append(row(name, v, v["refits"]))
-    lines.append(row("mean", r["mean"]))
-    lines.append(row("worst", r["worst"]))
+    if r["mean"]:                   # none where only cross-kind devices were named (--targets)
+        lines.append(row("mean", r["mean"]))
+        lines.append(row("worst", r["worst"]))
     for name, v in r["cross_kind"].items():
         lines.append(row(f"{name} (cross-kind)", v, v["refits"]))
     lines += [f"note: {n}" for n in r.get("notes", [])]

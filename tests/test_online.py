@@ -93,6 +93,24 @@ def test_cli_evaluate_online_prints_json(tmp_path, capsys, odd_target):
     assert "--online" in capsys.readouterr().err
 
 
+
+def test_targets_replays_only_those_with_every_other_device_a_source(tmp_path, capsys, odd_target):
+    """--online refused --targets, so a replay of one new device ran every device (370 s for the
+    SpMV data's 8 GPUs); it now replays only the devices named, each with all the others as
+    sources, with the same figures as in the full replay."""
+    m = odd_target()
+    full = evaluate_online(m, stream_length=200, budget=0.05)
+    one = evaluate_online(m, stream_length=200, budget=0.05, targets=["odd"])
+    assert list(one["targets"]) == ["odd"] and one["targets"]["odd"]["sources"] == ["dev0", "dev1", "dev2", "dev3"]
+    assert one["targets"]["odd"]["refined_percent"] == full["targets"]["odd"]["refined_percent"]
+    with pytest.raises(ValueError, match=r"targets \['gpu9'\]: the devices evaluated are dev0"):
+        evaluate_online(m, stream_length=200, targets=["gpu9"])
+    _write_dir(m, tmp_path)
+    assert main(["evaluate", str(tmp_path), "--online", "--json", "--stream", "100", "--targets", "dev2,odd"]) == 0
+    assert set(json.loads(capsys.readouterr().out)["targets"]) == {"dev2", "odd"}
+    assert main(["evaluate", str(tmp_path), "--online", "--stream", "100", "--targets", ""]) == 2
+    assert "targets none" in capsys.readouterr().err
+
 @pytest.mark.dataset
 def test_replay_on_the_shared_spmv_data(spmv_dataset):
     m = load_dataset_dir(spmv_dataset)
