@@ -519,8 +519,13 @@ def format_evaluation(r: dict) -> str:
     cal = r.get("calibration")
     if cal:
         pred = [cal["predicted"].get(d, float("nan")) for d in devs]
-        lines.append(f"{'predicted (CV-DFS estimate)':<{width}}" + "".join(f"{v:>{col}.1f}" for v in pred))
         conf = {d: r["details"].get(d, {}).get("cvdfs", {}).get("confidence", {}) for d in devs}
+        outside = [bool(conf[d].get("outside_sources")) for d in devs]
+        lines.append(f"{'predicted (CV-DFS estimate)':<{width}}"
+                     + "".join(f"{format(v, '.1f') + '*' * far:>{col}}" for v, far in zip(pred, outside)))
+        if any(outside):
+            lines.append("  * outside the sources: what they show, not a figure to trust (tune-from-source says "
+                         "'no figure to trust' there)")
         low = [d for d in devs if conf[d].get("level") == "low"]
         lines.append(f"\ncalibration: predicted within 3 points of measured on {cal['within_3_points']} of "
                      f"{cal['targets']} targets; estimate 'low' (few-shot or refining mode advised) on: "

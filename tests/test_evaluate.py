@@ -322,3 +322,16 @@ def test_targets_evaluates_only_those_with_every_other_device_a_source(family_me
     assert two["targets"] == {d: full["targets"][d] for d in ("dev1", "dev4")}
     with pytest.raises(ValueError, match="targets \\['gpu9'\\]: the devices evaluated are dev0, dev1"):
         evaluate(m, methods=methods, targets=["gpu9"])
+
+
+def test_the_predicted_row_marks_a_target_outside_the_sources(odd_target):
+    """tune-from-source prints 'no figure to trust' for a target outside its sources, while
+    evaluate's table printed its predicted figure as a plain number; it is now marked."""
+    m = odd_target(n_inputs=80)
+    m.devices.loc["odd", "speed"] = 40.0                  # ten times the fastest source
+    r = evaluate(m, methods=["cvdfs"], max_size=1)
+    outside = {d: r["details"][d]["cvdfs"]["confidence"]["outside_sources"] for d in r["targets"]}
+    assert outside["odd"] and not outside["dev1"]
+    row = next(line for line in format_evaluation(r).splitlines() if line.startswith("predicted (CV-DFS"))
+    assert row.count("*") == sum(outside.values()) and row.rstrip().endswith("*")
+    assert "* outside the sources: what they show, not a figure to trust" in format_evaluation(r)
