@@ -227,18 +227,31 @@ class Transfer:
         :func:`nitro.learn.kron.device_kernel` computes it: signed log, standardised over the
         sources, features constant over them left out, the row divided by its largest entry,
         and flattened when the target lies outside the sources."""
-        cols = [i for i, v in enumerate(self.varies) if v]
-        if not cols:
+        d2 = self._distances(source_values, target)
+        if d2 is None:
             return [1.0] * len(self.sources)
-        stats = list(zip(cols, self.dev_mean, self.dev_std))
-        z = [(_signed_log(target[i]) - mu) / sd for i, mu, sd in stats]
-        d2 = [sum(((_signed_log(row[i]) - mu) / sd - zj) ** 2 for (i, mu, sd), zj in zip(stats, z))
-              for row in source_values]
         nearest = min(d2)
-        g = 1.0 / len(cols)
-        if nearest > self.spread2 > 0:
+        g = 1.0 / sum(self.varies)
+        if self.outside(source_values, target):
             g = g * self.spread2 / nearest
         return [math.exp(-g * (v - nearest)) for v in d2]
+
+    def outside(self, source_values: list[list[float]], target: list[float]) -> bool:
+        """Whether ``target`` is farther from its nearest source than any source is from its own
+        (:func:`nitro.learn.kron.source_distances`): what the sources show, not a figure to trust."""
+        d2 = self._distances(source_values, target)
+        return d2 is not None and min(d2) > self.spread2 > 0
+
+    def _distances(self, source_values: list[list[float]], target: list[float]) -> list[float] | None:
+        """Squared distances of ``target`` to each source in standardised signed-log units (None
+        where no feature varies over the sources)."""
+        cols = [i for i, v in enumerate(self.varies) if v]
+        if not cols:
+            return None
+        stats = list(zip(cols, self.dev_mean, self.dev_std))
+        z = [(_signed_log(target[i]) - mu) / sd for i, mu, sd in stats]
+        return [sum(((_signed_log(row[i]) - mu) / sd - zj) ** 2 for (i, mu, sd), zj in zip(stats, z))
+                for row in source_values]
 
     def model(self, kd: list[float], input_features: list[str], provenance: dict) -> SelectorModel:
         k = len(self.variants)
@@ -472,8 +485,9 @@ class Bundle:
         kd = block.kernel_row(S, target)
         total = sum(kd)
         weights = {s: round(v / total, 4) for s, v in zip(block.sources, kd)}
-        provenance = {"method": "bundle transfer", "target": device, "source_weights": weights, "imputed": imputed}
-        return block.model(kd, self.input_features, provenance), {"source_weights": weights, "imputed": imputed}
+        found = {"source_weights": weights, "imputed": imputed, "outside_sources": block.outside(S, target)}
+        provenance = {"method": "bundle transfer", "target": device, **found}
+        return block.model(kd, self.input_features, provenance), found
 
 
 def _given_features(features, kind: str | None) -> tuple[dict, str | None]:

@@ -78,6 +78,18 @@ def test_left_out_device_transfers_within_half_a_point_of_tune_from_source(spmv)
     assert abs(_quality(model, rows, X) - _quality(reference, rows, X)) <= 0.5
 
 
+def test_a_transfer_says_whether_the_device_lies_outside_the_sources(spmv):
+    """The transfer path gave a model for any device, with nothing telling a library's user that
+    one far from every source gets what the sources show, not a model to trust; it says so, as
+    tune_from_source's estimate does (no ``outside_sources`` on a device within them)."""
+    store, eight, _ = spmv
+    features = {k: r["value"] for k, r in store.device(LEFT_OUT).items()}
+    assert load_bundle(eight).model_for(LEFT_OUT, device_features=features, kind="gpu")[1]["outside_sources"] is False
+    far = {k: v * 50 for k, v in features.items()}
+    model, info = load_bundle(eight).model_for("future_gpu", device_features=far, kind="gpu")
+    assert info["path"] == "transfer" and info["outside_sources"] is True
+    assert model.provenance["outside_sources"] is True
+
 def test_unknown_device_without_features_gets_the_default(spmv):
     _, eight, _ = spmv
     model, info = load_bundle(eight).model_for("some_future_accelerator", query=False)
