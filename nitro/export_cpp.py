@@ -8,6 +8,8 @@ The header holds every device's model as constant arrays, the evaluators of
 then the datasheet product the name matches (same word matching as nitro's datasheet), then no
 model (``select`` returns the default variant). The bundle's transfer path needs the device's
 features and NumPy, so it is not exported: a device the header does not know gets the default.
+``nitro/cpu_id.hpp``, copied verbatim too, forms this CPU's nitro id in C++ (as
+:func:`nitro.devices.cpu_device_id`), for ``select_this_cpu``.
 
 Generated API (namespace ``nitro_<computation>`` unless named)::
 
@@ -15,6 +17,10 @@ Generated API (namespace ``nitro_<computation>`` unless named)::
     int predict(std::size_t model, const double* features)  // variant index; -1: a feature not finite
     int model_for(const char* device, const char** path = nullptr)  // model index or -1
     int select(const char* device, const double* features, const char** path = nullptr)
+    int this_cpu_id(char* out, std::size_t size)   // this CPU's nitro id, as snprintf; -1: none (not Linux)
+    int cpu_id_from(const char* cpuinfo, std::size_t length, long threads, const char* machine,
+                    char* out, std::size_t size)   // the id of /proc/cpuinfo text (nitro/cpu_id.hpp)
+    int select_this_cpu(const double* features, const char** path = nullptr)
 """
 from __future__ import annotations
 
@@ -29,6 +35,7 @@ from .bundle import Bundle
 from .model import EXTRA_KINDS, SelectorModel, _extra_arrays
 
 EVALUATORS = Path(__file__).with_name("selector_eval.hpp")
+CPU_ID = Path(__file__).with_name("cpu_id.hpp")      # nitro's CPU device id, formed in C++
 LAYOUT = 2      # the evaluators' layout version (selector_eval.hpp's guard and namespace nitro_eval_v2)
 PER_LINE = 6
 
@@ -285,6 +292,19 @@ inline int select(const char* device, const double* features, const char** path 
   const int chosen = model >= 0 ? predict(static_cast<std::size_t>(model), features) : -1;
   return chosen >= 0 ? chosen : default_variant;
 }
+
+// nitro's id of the CPU this process runs on (nitro.devices.cpu_device_id(); see cpu_id.hpp),
+// and the id of given /proc/cpuinfo text and CPU count.
+using nitro_cpu_v1::cpu_id_from;
+using nitro_cpu_v1::this_cpu_id;
+
+// select() for the CPU this process runs on, by its id (this_cpu_id, which counts the CPUs this
+// process may use on each call); where it has none (not Linux), the default variant.
+inline int select_this_cpu(const double* features, const char** path = nullptr) {
+  char id[3 * nitro_cpu_v1::kMaxValue + 64];     // any id this_cpu_id forms fits
+  const int n = this_cpu_id(id, sizeof id);
+  return select(n >= 0 ? id : nullptr, features, path);
+}
 '''
 
 
@@ -366,6 +386,7 @@ def export_header(bundle: Bundle, namespace: str | None = None) -> str:
 #include <vector>
 
 {EVALUATORS.read_text()}
+{CPU_ID.read_text()}
 namespace {ns} {{
 
 inline constexpr std::size_t n_features = {len(bundle.input_features)};

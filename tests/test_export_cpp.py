@@ -1,8 +1,10 @@
 """`nitro export-cpp`: the generated C++17 header compiles with -Wall -Wextra -Werror, chooses
 exactly as Python (SelectorModel.predict_index) on >= 3,000 points for every model kind, and
 finds a device's model as Bundle.model_for does (exact id, datasheet product, default)."""
+import os
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -314,3 +316,196 @@ def test_cli_takes_a_model_file_written_by_tune_from_source(bundle, tmp_path, ca
     assert main(["export-cpp", "my-solver-from-a-file", "--model", str(path), "--bundle", str(path),
                  "-o", str(out)]) == 2
     assert "give one or the other" in capsys.readouterr().err
+
+
+CPU_DRIVER = r"""
+#include "selector.hpp"
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <iterator>
+#include <string>
+namespace ns = NAMESPACE;
+// this: this CPU's id; from THREADS MACHINE < cpuinfo: the id of the text; short: this id into
+// 9 bytes; select: select_this_cpu's variant and path
+int main(int argc, char** argv) {
+  const std::string mode = argv[1];
+  char id[512];
+  if (mode == "this") {
+    const int n = ns::this_cpu_id(id, sizeof id);
+    std::printf("%d %s\n", n, id);
+  } else if (mode == "short") {
+    char small[9];
+    std::printf("%d %s\n", ns::this_cpu_id(small, sizeof small), small);
+  } else if (mode == "file") {         // file PATH THREADS MACHINE: the id of a cpuinfo file, as read from /proc
+    nitro_cpu_v1::Fields f{};
+    if (!nitro_cpu_v1::read_fields(argv[2], f)) return 1;
+    const int n = nitro_cpu_v1::id_of(f, std::atol(argv[3]), argv[4], id, sizeof id);
+    std::printf("%d %s\n", n, id);
+  } else if (mode == "from") {
+    const std::string text{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
+    const int n = ns::cpu_id_from(text.data(), text.size(), std::atol(argv[2]), argv[3], id, sizeof id);
+    std::printf("%d %s\n", n, id);
+  } else {
+    const double x[ns::n_features] = {};
+    const char* path = nullptr;
+    const int v = ns::select_this_cpu(x, &path);
+    std::printf("%s %s\n", ns::variant_names[v], path);
+  }
+  (void)argc;
+}
+"""
+
+
+def cpu_driver(tmp, bundle_, *flags):
+    """The CPU id driver, built on a header of bundle_."""
+    (tmp / "selector.hpp").write_text(export_header(bundle_))
+    (tmp / "cpu.cpp").write_text(CPU_DRIVER.replace("NAMESPACE", namespace_for(bundle_.computation)))
+    build = subprocess.run(["g++", "-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", *flags, "-o", str(tmp / "cpu"),
+                            str(tmp / "cpu.cpp")], capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr[-4000:]
+
+    def run(*args, text_in="", prefix=()):
+        out = subprocess.run([*prefix, str(tmp / "cpu"), *args], input=text_in.encode(), capture_output=True,
+                             check=True)
+        return out.stdout.decode().rstrip("\n")
+    return run
+
+
+@pytest.fixture(scope="module")
+def cpu_run(bundle, tmp_path_factory):
+    return cpu_driver(tmp_path_factory.mktemp("cpu"), bundle)
+
+
+linux = pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="the CPU id reads Linux's /proc")
+
+
+def python_cpu_id(prefix=()):
+    """nitro.devices.cpu_device_id() in a fresh Python process (under taskset when prefixed)."""
+    return subprocess.run([*prefix, sys.executable, "-c", "from nitro.devices import cpu_device_id as c; print(c())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+@linux
+def test_this_cpu_id_is_pythons(cpu_run):
+    from nitro.devices import cpu_device_id
+    here = cpu_device_id()
+    assert cpu_run("this") == f"{len(here)} {here}"
+    assert cpu_run("short") == f"{len(here)} {here[:8]}"       # cut short as snprintf does, full length returned
+
+
+@linux
+@pytest.mark.skipif(shutil.which("taskset") is None, reason="needs taskset")
+def test_this_cpu_id_counts_the_cpus_this_process_may_use(cpu_run):
+    one = python_cpu_id(("taskset", "-c", "0"))
+    assert one.endswith("_1t")
+    assert cpu_run("this", prefix=("taskset", "-c", "0")) == f"{len(one)} {one}"
+
+
+CPUINFO = {
+    "intel with a model number": "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 106\n"
+                                 "model name\t: Intel(R) Xeon(R) Platinum 8380 CPU @ 2.30GHz\nflags\t\t: fpu vme\n\n"
+                                 "processor\t: 1\nmodel name\t: Another CPU\n",
+    "amd epyc, generic": "processor\t: 0\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC\n",
+    "qemu virtual": "cpu family\t: 6\nmodel\t\t: 6\nmodel name\t: QEMU Virtual CPU version 2.5+\n",
+    "a clock only": "cpu family\t: 6\nmodel\t\t: 79\nmodel name\t: Intel(R) Xeon(R) CPU @ 2.20GHz\n",
+    "clocks of all kinds": "cpu family : 6\nmodel : 85\nmodel name : Xeon CPU @2.2ghz @ 1 MHZ @\u00a03.0\u2009GHz @ x\n",
+    "a clock that is none": "cpu family : 6\nmodel : 85\nmodel name : Xeon CPU @ 2.2 THz\n",
+    "odd characters": "cpu family\t: 6\nmodel\t\t: 1\nmodel name\t:  \u00a0Intel\u00ae  Core\u2122 i7-8700K\t"
+                      "CPU \u2014 \u2018x\u2019 __ \u0130\u212a-(tm)\u00a0\u2003\n",
+    "a hypervisor in odd case": "cpu family : 6\nmodel : 2\nmodel name : Common KVM processor\n",
+    "a dotless i and a kelvin sign": "cpu family : 6\nmodel : 2\nmodel name : V\u0131rtual \u212aVM 9\n",
+    "a missing model name": "processor\t: 0\nBogoMIPS\t: 50.00\nCPU implementer\t: 0x41\ncpu family : 8\nmodel : 3\n",
+    "an empty model name": "model name\t:\ncpu family\t: 6\nmodel\t\t: 1\nmodel name\t: Later\n",
+    "no family": "model name : AMD EPYC\nmodel : 17\n",
+    "a family not a number": "model name : AMD EPYC\ncpu family : 2a\nmodel : 17\n",
+    "other line breaks": "cpu family : 25\r\nmodel : 1\rmodel name : AMD \u2028EPYC\x1cmodel name : x\n",
+    "colons in the value": "  model name  :  A: B:9 \nmodel : 3\ncpu family : 4\n",
+    "nothing": "",
+}
+
+
+@linux
+@pytest.mark.parametrize("case", list(CPUINFO))
+def test_cpu_id_from_text_is_pythons(cpu_run, case):
+    import platform
+
+    from nitro.devices.cpu import cpu_id_from, cpuinfo_fields
+    text = CPUINFO[case]
+    for threads in (1, 2, 128):
+        expected = cpu_id_from(cpuinfo_fields(text), threads)
+        assert cpu_run("from", str(threads), platform.machine(), text_in=text) == f"{len(expected)} {expected}", case
+
+
+def test_cpu_ids_of_the_table_are_the_ones_nitro_records():
+    """The table's cases are what they say (so that the C++ comparison covers each rule)."""
+    import platform
+
+    from nitro.devices.cpu import cpu_id_from, cpuinfo_fields
+
+    def cid(case):
+        return cpu_id_from(cpuinfo_fields(CPUINFO[case]), 2)
+    assert cid("intel with a model number") == "cpu_intel_r_xeon_r_platinum_8380_cpu_2_30ghz_2t"
+    assert cid("amd epyc, generic") == "cpu_amd_epyc_family25_model17_2t"
+    assert cid("qemu virtual") == "cpu_qemu_virtual_cpu_version_2_5_family6_model6_2t"
+    assert cid("a clock only") == "cpu_intel_r_xeon_r_cpu_2_20ghz_family6_model79_2t"
+    assert cid("a clock that is none") == "cpu_xeon_cpu_2_2_thz_2t"
+    assert cid("odd characters") == "cpu_intel_core_i7_8700k_cpu_x_i_k_tm_2t"
+    assert cid("a dotless i and a kelvin sign").endswith("_family6_model2_2t")
+    machine = {"model name": platform.machine(), "cpu family": "8", "model": "3"}       # as Arm's /proc/cpuinfo
+    assert cid("a missing model name") == cpu_id_from(machine, 2)
+    assert cid("an empty model name") == cpu_id_from({**machine, "cpu family": "6", "model": "1"}, 2)   # not "Later"
+    assert cid("clocks of all kinds") == "cpu_xeon_cpu_2_2ghz_1_mhz_3_0_ghz_x_family6_model85_2t"
+    assert cid("no family") == "cpu_amd_epyc_2t"
+
+
+@linux
+def test_a_header_from_a_store_with_this_cpus_model_selects_it(store, tmp_path):
+    """select_this_cpu finds the model stored under this CPU's id (exact); under taskset -c 0 the
+    id ends in _1t, another device: its model if the store has one, else the fallback."""
+    from nitro.devices import cpu_device_id
+    from nitro.export_cpp import bundle_from_store
+    here = cpu_device_id()
+    store.declare("cpu-solver", VARIANTS, FEATURES)
+    store.put_model("cpu-solver", here, SelectorModel(VARIANTS, FEATURES, "constant", {"label": 2}).to_dict())
+    store.put_model("cpu-solver", "tesla_t4-node", SelectorModel(VARIANTS, FEATURES, "constant", {"label": 3}).to_dict())
+    b = bundle_from_store(store, "cpu-solver", devices=[here, "tesla_t4-node"], default="small")
+    run = cpu_driver(tmp_path, b)
+    assert run("select") == "large exact"
+    if shutil.which("taskset") and not here.endswith("_1t"):
+        one = python_cpu_id(("taskset", "-c", "0"))
+        model, info = b.model_for(one, query=False)
+        expected = VARIANTS[model.predict_index([[0.0] * 3])[0]] if model is not None else "small"
+        assert run("select", prefix=("taskset", "-c", "0")) == f"{expected} {info['path']}"
+
+
+@linux
+def test_a_cpuinfo_file_is_read_in_blocks_as_python_reads_it_whole(cpu_run, tmp_path):
+    """/proc/cpuinfo is read 16 KiB at a time up to the first value of each field: lines across
+    blocks, a flags line longer than a block before the model name, many processors."""
+    import platform
+
+    from nitro.devices.cpu import cpu_id_from, cpuinfo_fields
+    block = "processor\t: {i}\nflags\t\t: " + "avx512 " * 300 + "\n"
+    texts = {
+        "long flags first": "flags : " + "x" * (16384 - 8) + "model name : no " + "x" * 40000 + "\n" + CPUINFO["a clock only"],
+        "a line of exactly a block": "bugs : " + "y" * (16384 - 7) + "\n" + CPUINFO["amd epyc, generic"],
+        "many processors, the name late": "".join(block.format(i=i) for i in range(40)) + CPUINFO["qemu virtual"],
+        "fields across blocks": "x" * 16380 + "\ncpu family : 6\nmodel : 9\nmodel name : Common CPU\n",
+    }
+    for case, text in texts.items():
+        (tmp_path / "cpuinfo").write_text(text)
+        expected = cpu_id_from(cpuinfo_fields(text), 3)
+        assert cpu_run("file", str(tmp_path / "cpuinfo"), "3", platform.machine()) == f"{len(expected)} {expected}", case
+    long_name = "model name : " + "Z" * 300 + "\n"          # over the 255 bytes kept of a value: no id, not a wrong one
+    assert cpu_run("from", "2", "x", text_in=long_name) == "-1 "
+
+
+def test_off_linux_the_header_compiles_and_says_it_has_no_cpu_id(tmp_path):
+    """Without __linux__ (as on macOS or Windows) there is no id: -1, and select_this_cpu runs
+    the default; the id of given cpuinfo text is still formed."""
+    b = Bundle.build("off-linux", VARIANTS, FEATURES, "medium",
+                     {"cpu_x_2t": SelectorModel(VARIANTS, FEATURES, "constant", {"label": 3})})
+    run = cpu_driver(tmp_path, b, "-U__linux__")
+    assert run("this") == "-1 " and run("select") == "medium default"
+    assert run("from", "4", "arm64", text_in=CPUINFO["amd epyc, generic"]) == "32 cpu_amd_epyc_family25_model17_4t"

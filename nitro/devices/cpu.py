@@ -17,25 +17,34 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
 
 
-@lru_cache(maxsize=1)
-def _cpuinfo() -> dict[str, str]:
+def cpuinfo_fields(text: str) -> dict[str, str]:
+    """The first value of each key of ``/proc/cpuinfo``'s text (``key : value`` lines, both
+    stripped): on x86 the first CPU's."""
     info: dict[str, str] = {}
-    try:
-        for line in _read("/proc/cpuinfo").splitlines():
-            if ":" in line:
-                k, v = line.split(":", 1)
-                info.setdefault(k.strip(), v.strip())
-    except OSError:
-        pass
+    for line in text.splitlines():
+        if ":" in line:
+            k, v = line.split(":", 1)
+            info.setdefault(k.strip(), v.strip())
     return info
 
 
+@lru_cache(maxsize=1)
+def _cpuinfo() -> dict[str, str]:
+    try:
+        return cpuinfo_fields(_read("/proc/cpuinfo"))
+    except OSError:
+        return {}
+
+
 def _model_name(info: dict[str, str] | None = None) -> str:
+    """The model name, else (no ``model name`` line, as on Arm) the machine (``uname -m``): not
+    ``platform.processor()``, which runs ``uname -p`` and which an exported C++ header could not
+    repeat (nitro/cpu_id.hpp)."""
     name = (_cpuinfo() if info is None else info).get("model name")
     if name:
         return name
     import platform
-    return platform.processor() or platform.machine() or "unknown"
+    return platform.machine() or "unknown"
 
 
 # model names that do not tell CPU generations apart: no model number ("AMD EPYC", as a KVM

@@ -16,3 +16,15 @@ def test_cpu_ids_tell_generations_behind_one_generic_name_apart():
     clocked = {"model name": "Intel(R) Xeon(R) CPU @ 2.20GHz", "cpu family": "6"}     # a clock is no model number
     assert device_id({**clocked, "model": "79"}, 2) == "cpu_intel_r_xeon_r_cpu_2_20ghz_family6_model79_2t"
     assert device_id({**clocked, "model": "85"}, 2) != device_id({**clocked, "model": "79"}, 2)
+
+
+def test_cpuinfo_keeps_each_keys_first_value_and_a_missing_name_is_the_machine():
+    """/proc/cpuinfo lists every CPU: the first's fields count. No model name (Arm) names the
+    machine (uname -m, which an exported C++ header reads too), not ``uname -p``."""
+    import platform
+
+    from nitro.devices.cpu import cpuinfo_fields
+    info = cpuinfo_fields("processor\t: 0\nmodel name\t: A 1\nflags : x: y\n\nprocessor\t: 1\nmodel name\t: B 2\n")
+    assert info == {"processor": "0", "model name": "A 1", "flags": "x: y"}
+    arm = cpuinfo_fields("processor\t: 0\nBogoMIPS\t: 50.00\nCPU implementer\t: 0x41\n")
+    assert device_id(arm, 4) == device_id({"model name": platform.machine() or "unknown"}, 4)
