@@ -30,10 +30,11 @@ from joblib import Parallel, delayed
 from .dataset import Measurements
 from .learn import SELECTORS, SVMSelector, fit_selector
 from .learn.kron import TIME_WEIGHT, check_time_weight
+from . import memo
 from .metrics import fraction_of_optimum, majority_vote, random_fraction
 from .progress import progress_bar
 from .transfer.analysis import architecture_sensitivity, best_variant_histogram, device_cosine_similarity
-from .transfer.baselines import fit_cache, full_set_svm_choices
+from .transfer.baselines import full_set_svm_choices
 from .transfer.confidence import FEW_SHOT_SHARE, estimate_quality
 from .transfer.cvdfs import MIN_SOURCES, cv_dfs, family_groups
 from .transfer.coverage import untimed_variants
@@ -364,7 +365,7 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
         comparison = compare_selectors(data, idx, train, test, selectors, cross_features=cross_features,
                                        max_size=max_size, n_jobs=n_jobs, progress=progress)
     targets, details, cross = {}, {}, {}
-    with fit_cache():       # the held-out sources' full-set SVMs recur from target to target
+    with memo.kept():     # the held-out sources' full-set SVMs and the input-kernel basis recur from target to target
         for t in progress_bar(evaluated, desc="targets", unit="device", enabled=progress):
             targets[data.devices[t]], details[data.devices[t]] = run_target(t, [s for s in idx if group[s] != group[t]])
         for o in others:

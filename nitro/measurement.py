@@ -45,6 +45,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from . import cuda
+from .memo import hash_array
 from .noise import Verdict, judge
 
 
@@ -145,13 +146,6 @@ def outputs_match(result: Any, reference: Any) -> bool:
         scale = float(np.abs(b[np.isfinite(b)]).max(initial=0.0))     # (objects: a TypeError, "not comparable")
         return bool(np.allclose(a, b, rtol=1e-6, atol=1e-6 * scale, equal_nan=True))
     return bool(np.array_equal(a, b))
-
-
-def hash_array(digest, a: np.ndarray) -> None:
-    """Feed an array's dtype, shape and bytes to a ``hashlib`` digest (input ids, in-place checks,
-    kept fits)."""
-    digest.update(str((a.dtype.str, a.shape)).encode())
-    digest.update(np.ascontiguousarray(a).view(np.uint8).data)
 
 
 def arrays_digest(args: tuple) -> bytes:

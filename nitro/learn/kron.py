@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..memo import content_key, recall
 from .budget import reexpression_weights, resolve_max_centres
 
 
@@ -75,6 +76,7 @@ EXACT_MAX = 2000        # training inputs up to which the input kernel is exact 
 N_COMPONENTS = 800      # Nyström landmarks beyond: cost O(n·m²), memory O(n·m), an exported model of m centres
 CHUNK = 8192            # rows of an input kernel computed at a time
 REEXPRESS_ROWS = 20000  # training inputs an expansion is re-expressed on (a random sample beyond)
+BASES_KEPT = 2          # input-kernel bases kept within memo.kept (nitro evaluate's targets share one)
 
 
 def rbf_dot(A: np.ndarray, B: np.ndarray, gamma: float, W: np.ndarray, chunk: int = CHUNK) -> np.ndarray:
@@ -153,21 +155,31 @@ class KronKRRGrid:
             n_components = min(N_COMPONENTS, bound or N_COMPONENTS) if len(X) > EXACT_MAX else None
         if n_components is not None and not (isinstance(n_components, (int, np.integer)) and n_components >= 1):
             raise ValueError(f"n_components must be 'auto', None or a positive int, not {n_components!r}")
+        # the basis depends on the inputs, their weights and these settings only, not on Y
+        key = content_key(X, self.sw, self.gamma_x, n_components, bound, seed)
+        self.U, self.ev, self.centers, self._to_centers, self.n_components = recall(
+            "input_basis", key, lambda: self._basis(n_components, bound, seed), BASES_KEPT)
+        self.Y = Y
+        self.UtY = np.einsum("ni,nmc->imc", self.U, self.sw[:, None, None] * Y)
+        self.Ut1 = self.U.T @ self.sw
+
+    def _basis(self, n_components: int | None, bound: int | None, seed: int) -> tuple:
+        """``(U, ev, centers, _to_centers, n_components)`` of the input kernel: exact or Nyström,
+        re-expressed on at most ``bound`` centres."""
+        X = self.X
         if n_components is None or n_components >= len(X):
             K = rbf(X, X, self.gamma_x)
-            if weights is not None:
+            if not (self.sw == 1.0).all():
                 K *= np.outer(self.sw, self.sw)                    # S K S, in place: n² memory once
             ev, self.U = np.linalg.eigh(K)
             self.ev = np.maximum(ev, 0.0)
             self.centers, self._to_centers = X, None
         else:
             self._nystroem(int(n_components), seed)
-        self.n_components = None if self._to_centers is None else len(self.centers)
+        fitted = None if self._to_centers is None else len(self.centers)
         if bound is not None and len(self.centers) > bound:
             self._reexpress(bound, seed)
-        self.Y = Y
-        self.UtY = np.einsum("ni,nmc->imc", self.U, self.sw[:, None, None] * Y)
-        self.Ut1 = self.U.T @ self.sw
+        return self.U, self.ev, self.centers, self._to_centers, fitted
 
     def _nystroem(self, m: int, seed: int):
         """``U`` (n×r), ``ev`` and the map from eigenbasis weights to landmark weights, from

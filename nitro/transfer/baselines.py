@@ -5,16 +5,11 @@ estimate compares the model with it on held-out sources, so that it can say wher
 fall below it."""
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import threading
-from collections import OrderedDict
-
 import numpy as np
 
 from ..learn import SVMSelector
 from ..learn.kron import signed_log, varying_columns
-from ..measurement import hash_array
+from ..memo import content_key, recall
 from .data import TransferData, concatenate, stack_sources
 
 # Exact up to this many stacked rows (a reference, not a shipped model, so it may hold more
@@ -24,24 +19,11 @@ FULL_SET_MAX_FIT = 10000
 # thousands of support vectors took 3.7 s a source on 100,000 synthetic inputs; on 2,000 the
 # standard error of a mean fraction of the optimum is still about 0.3 point.
 HELD_OUT_SCORE_MAX = 2000
-# Fitted full-set SVMs kept, by their training rows' content, within :func:`fit_cache`: leaving
-# one device out, the SVM of held-out source s for target t is the one of t for s, and each of
-# `nitro evaluate`'s two CV-DFS selections asks for every one; 16 devices refitted them 496 times,
-# half of the run. Outside it (tune_from_source fits each once) nothing is kept.
+# Fitted full-set SVMs kept, by their training rows' content, within :func:`nitro.memo.kept`:
+# leaving one device out, the SVM of held-out source s for target t is the one of t for s;
+# 16 devices refitted them 496 times, half of the run. Outside it (tune_from_source fits each
+# once) nothing is kept.
 FIT_CACHE = 128
-_fits: OrderedDict[bytes, SVMSelector] | None = None
-_fits_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def fit_cache():
-    """Keep the full-set SVMs fitted inside (up to :data:`FIT_CACHE`), and none after."""
-    global _fits
-    outer, _fits = _fits, OrderedDict() if _fits is None else _fits
-    try:
-        yield
-    finally:
-        _fits = outer
 
 
 def full_set_svm_choices(data: TransferData, sources: list[int], inputs: np.ndarray, target: int,
@@ -58,20 +40,7 @@ def full_set_svm_choices(data: TransferData, sources: list[int], inputs: np.ndar
 
 def _fitted(X: np.ndarray, y: np.ndarray) -> SVMSelector:
     """The full-set SVM fitted on ``(X, y)``, the one kept when these rows were fitted before
-    within :func:`fit_cache` (the fit is deterministic: a kept one is the one a refit would give)."""
-    X = np.asarray(X, dtype=float)
-    digest = hashlib.blake2b(digest_size=16)
-    hash_array(digest, X)
-    hash_array(digest, np.asarray(y))
-    key, kept = digest.digest(), _fits
-    with _fits_lock:
-        if kept is not None and key in kept:
-            kept.move_to_end(key)
-            return kept[key]
-    est = SVMSelector(C_grid=(1.0,), gamma_grid=("scale",), max_fit=FULL_SET_MAX_FIT, max_support_vectors=None).fit(X, y)
-    if kept is not None:
-        with _fits_lock:
-            kept[key] = est
-            while len(kept) > FIT_CACHE:
-                kept.popitem(last=False)
-    return est
+    within :func:`nitro.memo.kept` (the fit is deterministic: a kept one is the one a refit would give)."""
+    X, y = np.asarray(X, dtype=float), np.asarray(y)
+    return recall("full_set_svm", content_key(X, y), lambda: SVMSelector(
+        C_grid=(1.0,), gamma_grid=("scale",), max_fit=FULL_SET_MAX_FIT, max_support_vectors=None).fit(X, y), FIT_CACHE)

@@ -162,3 +162,23 @@ def test_time_weights_grow_with_an_inputs_time_up_to_a_cap():
     assert (w == w.max()).sum() >= 2                           # the largest 1% capped at one value
     assert np.allclose(time_weights(times), 1.0)                # the default: every input alike
     assert np.allclose(time_weights(np.full((2, 5, 3), np.nan), 0.5), 1.0)
+
+
+@pytest.mark.parametrize("n_components", [None, 40])
+def test_grids_on_the_same_inputs_share_one_basis_within_memo_kept(n_components):
+    """`nitro evaluate` builds a grid per target on the same training inputs: within memo.kept
+    the input kernel's basis is computed once, and each grid fits and predicts as a fresh one."""
+    from nitro import memo
+    X, D, Y = _grid_data(n=300)
+    fresh = KronKRRGrid(X, Y[:, ::-1], n_components=n_components, max_centres=100)
+    with memo.kept():
+        first = KronKRRGrid(X, Y, n_components=n_components, max_centres=100)
+        second = KronKRRGrid(X.copy(), Y[:, ::-1], n_components=n_components, max_centres=100)
+        other = KronKRRGrid(X + 1e-3, Y, n_components=n_components, max_centres=100)
+        weighted = KronKRRGrid(X, Y, n_components=n_components, max_centres=100, weights=np.linspace(0.5, 1.5, 300))
+    assert second.U is first.U and second.centers is first.centers
+    assert other.U is not first.U and weighted.U is not first.U
+    assert KronKRRGrid(X, Y, n_components=n_components, max_centres=100).U is not first.U   # kept no more
+    h, mu = _fit(second, D, [0, 1, 2], 3)
+    np.testing.assert_array_equal(second.predict_train(h, mu), fresh.predict_train(*_fit(fresh, D, [0, 1, 2], 3)))
+    np.testing.assert_array_equal(second.weights(h), fresh.weights(h))

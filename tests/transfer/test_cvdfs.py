@@ -25,6 +25,7 @@ def test_cv_dfs_recovers_the_planted_feature(selection):
 def test_a_second_search_of_one_prep_and_a_refit_of_the_same_rows_give_what_a_fresh_one_gives(monkeypatch):
     """`nitro evaluate` runs both selections on one prep, and fits the same held-out full-set SVMs
     for target t / source s and for target s / source t: both are read back, not redone."""
+    import nitro.memo as memo
     import nitro.transfer.baselines as baselines
     data = TransferData.from_measurements(planted())
     fits = []
@@ -33,11 +34,11 @@ def test_a_second_search_of_one_prep_and_a_refit_of_the_same_rows_give_what_a_fr
     prep = Prepared.build(data, list(range(7)), np.arange(len(data.inputs)))
     cv_dfs(prep, max_size=2, progress=False)
     cv_dfs(prep, max_size=2, progress=False)
-    assert len(fits) == 14                                 # outside fit_cache nothing is kept
+    assert len(fits) == 14                                 # outside memo.kept nothing is kept
     fits.clear()
-    with baselines.fit_cache():
+    with memo.kept():
         _kept_within(baselines, data, fits)
-    assert baselines._fits is None
+    assert memo._kept is None
 
 
 def _kept_within(baselines, data, fits):
