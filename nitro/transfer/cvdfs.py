@@ -119,16 +119,21 @@ def held_out_results(prep: Prepared, subsets: list[tuple] | Mapping[int, list[tu
     other sources give without nitro's model: the best single source's true fastest variants
     (``best_single_source``, chosen in hindsight), their per-input majority (``majority``) and
     the paper's full-set SVM (``full_set_svm``, scored on at most ``HELD_OUT_SCORE_MAX`` inputs), the
-    baselines the estimate compares the model with."""
+    baselines the estimate compares the model with (the SVM's choices kept in ``prep`` for its next
+    selection)."""
     out = {}
     if len(prep.sources) < 2:
         return out
     best = {s: prep.labels(s) for s in prep.sources}   # filled in where a source did not time an input
     sample = score_rows(len(prep.train), HELD_OUT_SCORE_MAX)
     rows = {t: prep.train[sample[prep.ran[t][sample]]] for t in prep.sources}     # scored where t timed them
-    svm = Parallel(n_jobs=n_jobs, prefer="threads")(
-        delayed(full_set_svm_choices)(prep.data, held_out_sources(prep, t, groups), prep.train, t, rows[t])
-        for t in prep.sources)
+    key = None if groups is None else tuple(sorted(groups.items()))
+    if key not in prep.held_out_svm:    # the same for every selection of one prep: computed once
+        # libsvm fits and predicts without the GIL: threads run them on every core at no cost
+        prep.held_out_svm[key] = Parallel(n_jobs=n_jobs or -1, prefer="threads")(
+            delayed(full_set_svm_choices)(prep.data, held_out_sources(prep, t, groups), prep.train, t, rows[t])
+            for t in prep.sources)
+    svm = prep.held_out_svm[key]
     for t, svm_choice in zip(prep.sources, svm):
         timed = prep.ran[t]
         pred = predict_held_out(prep, t, subsets[t] if isinstance(subsets, Mapping) else subsets, lam, groups)[timed]

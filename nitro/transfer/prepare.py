@@ -82,6 +82,7 @@ class Prepared:
     ran: dict                     # per source, which training inputs it timed (the others are filled in)
     filled_labels: dict           # per source, its fastest variant per training input, filled in where not timed
     searched: dict = field(default_factory=dict, repr=False)   # CV-DFS's score matrices by search settings
+    held_out_svm: dict = field(default_factory=dict, repr=False)   # the full-set SVM's choices per held-out source, by grouping
 
     def labels(self, source: int) -> np.ndarray:
         """``source``'s fastest variant on each training input: measured where it timed the

@@ -33,7 +33,9 @@ def test_a_second_search_of_one_prep_and_a_refit_of_the_same_rows_give_what_a_fr
                         fits.append(len(X)) or _fit(self, X, y))
     prep = Prepared.build(data, list(range(7)), np.arange(len(data.inputs)))
     cv_dfs(prep, max_size=2, progress=False)
-    cv_dfs(prep, max_size=2, progress=False)
+    cv_dfs(prep, max_size=2, selection="frequency", progress=False)
+    assert len(fits) == 7 and len(prep.held_out_svm) == 1     # the second selection reads the choices back
+    cv_dfs(Prepared.build(data, list(range(7)), np.arange(len(data.inputs))), max_size=2, progress=False)
     assert len(fits) == 14                                 # outside memo.kept nothing is kept
     fits.clear()
     with memo.kept():
