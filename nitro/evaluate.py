@@ -40,7 +40,8 @@ from .transfer.cvdfs import MIN_SOURCES, cv_dfs, family_groups
 from .transfer.coverage import untimed_variants
 from .transfer.data import TransferData
 from .transfer.fewshot import pick_inputs
-from .transfer.fewshot_model import TREES_FROM, cross_validated_quality, fit_few_shot
+from .transfer.fewshot_model import (TREES_FROM, cross_validated_score, cross_validation_folds, fit_few_shot,
+                                     fold_choices)
 from .transfer.fit import export_model, transfer_scores
 from .transfer.prepare import COMMON_SHARE, Prepared
 
@@ -348,13 +349,18 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
                 pool = train[np.isfinite(data.times[t, train]).all(axis=1)]    # what the target can be asked
                 picks = {b: pool[pick_inputs(prep.X[pool], max(1, round(b * len(pool))))] for b in FEW_SHOT_BUDGETS}
                 est = picks[FEW_SHOT_ESTIMATED]
-                *fits, cv = Parallel(n_jobs=n_jobs or -1)(
-                    [delayed(_few_shot_choices)(zero_shot, data, sources, prep.train, t, p, feats, test_t)
-                     for p in picks.values()]
-                    + [delayed(cross_validated_quality)(zero_shot, data, sources, prep.train, t, data.X[est],
-                                                        data.times[t, est], feats)])
+                X_est, T_est = data.X[est], data.times[t, est]
+                ok, splits = cross_validation_folds(T_est) or (None, [])
+                # the cross-validation's folds and the budgets' fits, each one task: they cost alike
+                done = Parallel(n_jobs=n_jobs or -1)(
+                    [delayed(fold_choices)(zero_shot, data, sources, prep.train, t, X_est, T_est, feats, ok, fit, held)
+                     for fit, held in splits]
+                    + [delayed(_few_shot_choices)(zero_shot, data, sources, prep.train, t, p, feats, test_t)
+                       for p in picks.values()])
+                folds, fits = done[:len(splits)], done[len(splits):]
                 pick.update({f"few_shot_{_pct(b)}pct": c for b, c in zip(picks, fits)})
-                info[f"few_shot_{_pct(FEW_SHOT_ESTIMATED)}pct"] = {"cross_validated": cv}
+                info[f"few_shot_{_pct(FEW_SHOT_ESTIMATED)}pct"] = {
+                    "cross_validated": cross_validated_score(T_est, ok, splits, folds) if splits else None}
         for name, choice in pick.items():
             res[name] = fraction_of_optimum(times, choice)
         return {k_: 100.0 * v for k_, v in res.items()}, info

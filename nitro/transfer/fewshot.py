@@ -19,19 +19,27 @@ import numpy as np
 
 from ..learn.budget import max_centres, reexpression_weights
 from ..learn.kron import fraction_targets, pivoted_landmarks, rbf
+from ..memo import content_key, recall
 from ..model import SelectorModel
 
 LAMBDAS = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
 KMEANS_EXACT_MAX = 4000      # inputs up to which the picks come from full k-means
 MAX_ROWS = 1000              # target rows a correction fits, the most recent (an n×n eigenproblem)
+PICKS_KEPT = 32              # pick_inputs results kept within memo.kept (nitro evaluate: one per budget)
 
 
 def pick_inputs(X: np.ndarray, n: int, seed: int = 0) -> np.ndarray:
     """Row indices of ``n`` representative inputs of ``X`` (transformed input features): the
     input nearest each k-means centre; beyond ``KMEANS_EXACT_MAX`` rows, the k-means++ seeds
-    themselves (inputs drawn with probability growing with their distance to those drawn)."""
+    themselves (inputs drawn with probability growing with their distance to those drawn).
+    Kept within :func:`nitro.memo.kept`: ``nitro evaluate`` picks from the same inputs for every target."""
     if n < 1:
         raise ValueError(f"a target budget must be at least 1 input, got {n}")
+    X = np.asarray(X)
+    return recall("few_shot_picks", content_key(X, n, seed), lambda: _picks(X, n, seed), PICKS_KEPT)
+
+
+def _picks(X: np.ndarray, n: int, seed: int) -> np.ndarray:
     from sklearn.cluster import KMeans, kmeans_plusplus
     n = min(n, len(X))
     if len(X) > KMEANS_EXACT_MAX:  # Lloyd's iterations cost n·k each: k-means++ seeding alone

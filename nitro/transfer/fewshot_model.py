@@ -63,20 +63,46 @@ def cross_validated_quality(zero_shot: SelectorModel, data: TransferData, source
     (``stderr``), ``inputs``, ``folds`` and the ``learner``; ``None`` below :data:`TREES_FROM` timed
     inputs: a fold leaves two or three rows to fit, and three right choices out of three read as
     100 ± 0 (on 400-matrix SpMV data, 3–4 picks gave 100.0 on half the targets, within 3 points of
-    measured on 1–3 of 8). The picks are few, so the estimate is rough: ``stderr`` says how rough."""
+    measured on 1–3 of 8). The picks are few, so the estimate is rough: ``stderr`` says how rough.
+    (:func:`cross_validation_folds`, :func:`fold_choices` and :func:`cross_validated_score` are its
+    steps, for a caller that fits the folds in parallel.)"""
+    cv = cross_validation_folds(target_times, folds, random_state)
+    if cv is None:
+        return None
+    ok, splits = cv
+    choices = [fold_choices(zero_shot, data, sources, train, target, X_target, target_times, features, ok, fit, held,
+                            random_state) for fit, held in splits]
+    return cross_validated_score(target_times, ok, splits, choices)
+
+
+def cross_validation_folds(target_times: np.ndarray, folds: int = FOLDS,
+                           random_state: int = 0) -> tuple[np.ndarray, list] | None:
+    """The target rows where something ran (``ok``) and the folds over them, ``(fit, held)``
+    positions in ``ok``; ``None`` below :data:`TREES_FROM` such rows."""
     from sklearn.model_selection import KFold
-    T = np.asarray(target_times, dtype=np.float64)
-    ok = np.flatnonzero(np.isfinite(T).any(axis=1))
+    ok = np.flatnonzero(np.isfinite(np.asarray(target_times, dtype=np.float64)).any(axis=1))
     if len(ok) < TREES_FROM:
         return None
-    X = np.asarray(X_target, dtype=np.float64)
-    learner = learner_for(len(ok))
-    k = min(folds, len(ok))
+    return ok, list(KFold(min(folds, len(ok)), shuffle=True, random_state=random_state).split(ok))
+
+
+def fold_choices(zero_shot: SelectorModel, data: TransferData, sources: list[int], train: np.ndarray, target: int,
+                 X_target: np.ndarray, target_times: np.ndarray, features: list[int], ok: np.ndarray,
+                 fit: np.ndarray, held: np.ndarray, random_state: int = 0) -> np.ndarray:
+    """One fold: the choices on the target rows ``ok[held]`` of the few-shot model fitted on ``ok[fit]``
+    (the learner of all ``ok`` rows)."""
+    X, T = np.asarray(X_target, dtype=np.float64), np.asarray(target_times, dtype=np.float64)
+    model = fit_few_shot(zero_shot, data, sources, train, target, X[ok[fit]], T[ok[fit]], features,
+                         learner=learner_for(len(ok)), random_state=random_state)
+    return model.predict_index(X[ok[held]])
+
+
+def cross_validated_score(target_times: np.ndarray, ok: np.ndarray, splits: list, choices: list) -> dict:
+    """:func:`cross_validated_quality`'s result from each fold's ``choices``."""
+    T = np.asarray(target_times, dtype=np.float64)
     choice = np.zeros(len(ok), dtype=np.int64)
-    for fit_rows, held in KFold(k, shuffle=True, random_state=random_state).split(ok):
-        model = fit_few_shot(zero_shot, data, sources, train, target, X[ok[fit_rows]], T[ok[fit_rows]], features,
-                             learner=learner, random_state=random_state)
-        choice[held] = model.predict_index(X[ok[held]])
+    for (_, held), c in zip(splits, choices):
+        choice[held] = c
     fraction = speedup_vs_best(T[ok])[np.arange(len(ok)), choice]
     return {"quality": float(fraction.mean()), "stderr": float(fraction.std(ddof=1) / np.sqrt(len(ok))),
-            "inputs": int(len(ok)), "folds": int(k), "learner": learner}
+            "inputs": int(len(ok)), "folds": len(splits), "learner": learner_for(len(ok))}

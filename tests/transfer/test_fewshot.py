@@ -24,6 +24,20 @@ def test_picks_cover_every_cluster():
         pick_inputs(X, 0)
 
 
+def test_picks_from_the_same_inputs_are_read_back_within_memo_kept():
+    """`nitro evaluate` picks from the same training inputs for every target: within memo.kept
+    the k-means runs once per budget, and what is read back is what a fresh run picks."""
+    from nitro import memo
+    X = np.random.default_rng(1).normal(size=(300, 3))
+    fresh = pick_inputs(X, 7)
+    with memo.kept():
+        first = pick_inputs(X, 7)
+        assert pick_inputs(X.copy(), 7) is first
+        assert pick_inputs(X, 8) is not first and pick_inputs(X[::-1], 7) is not first
+    assert pick_inputs(X, 7) is not first                 # kept no more
+    np.testing.assert_array_equal(first, fresh)
+
+
 def test_residual_fit_interpolates_a_smooth_residual():
     X = np.linspace(-2, 2, 15)[:, None]
     R = np.hstack([np.sin(X), np.cos(X)])

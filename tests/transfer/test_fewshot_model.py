@@ -8,7 +8,8 @@ from nitro.metrics import fraction_of_optimum
 from nitro.online import zero_shot_model
 from nitro.transfer.data import TransferData
 from nitro.transfer.fewshot import pick_inputs
-from nitro.transfer.fewshot_model import TREES_FROM, cross_validated_quality, fit_few_shot, learner_for
+from nitro.transfer.fewshot_model import (TREES_FROM, cross_validated_quality, cross_validated_score,
+                                         cross_validation_folds, fit_few_shot, fold_choices, learner_for)
 from nitro.transfer.prepare import Prepared
 
 
@@ -69,6 +70,12 @@ def test_cross_validated_quality_measures_the_few_shot_model_on_the_targets_time
                                    prep.features) is None
     six = cross_validated_quality(zero, data, sources, prep.train, t, data.X[few], data.times[t, few], prep.features)
     assert six["folds"] == 5 and six["inputs"] == TREES_FROM and six["learner"] == "trees"
+    # its steps, as nitro evaluate runs each fold as a task of its own, give the same result
+    ok, splits = cross_validation_folds(data.times[t, picks])
+    choices = [fold_choices(zero, data, sources, prep.train, t, data.X[picks], data.times[t, picks], prep.features,
+                            ok, fit, held) for fit, held in reversed(splits)][::-1]
+    assert cross_validated_score(data.times[t, picks], ok, splits, choices) == est
+    assert cross_validation_folds(data.times[t, few[:-1]]) is None
 
 
 def test_on_nitros_own_spmv_data_a_few_inputs_keep_a_right_zero_shot_model(own_cpu_recordings):
