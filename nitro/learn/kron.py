@@ -218,12 +218,20 @@ class KronKRRGrid:
     def dual(self, sources: list[int], Kd: np.ndarray, kd: np.ndarray, lam: float):
         """Weights ``h`` (r, v) in the eigenbasis and the offset ``mu`` (v,) of the model for a
         device whose kernel values against ``sources`` are ``kd``."""
-        sig, V = np.linalg.eigh(Kd)
-        sig = np.maximum(sig, 0.0)
+        return self.duals(sources, [(Kd, kd)], lam)[0]
+
+    def duals(self, sources: list[int], kernels: list[tuple], lam: float) -> list[tuple]:
+        """:meth:`dual` for each ``(Kd, kd)`` of ``kernels`` over the same ``sources`` (CV-DFS's
+        subsets): the sources' centred targets in the eigenbasis are computed once for all."""
         mu = self.Y[:, sources].mean(axis=(0, 1))
         Z = self.UtY[:, sources, :] - self.Ut1[:, None, None] * mu[None, None, :]
-        W = np.einsum("imc,mj->ijc", Z, V) / (self.ev[:, None, None] * sig[None, :, None] + lam)
-        return np.einsum("ijc,j->ic", W, V.T @ kd), mu
+        out = []
+        for Kd, kd in kernels:
+            sig, V = np.linalg.eigh(Kd)
+            sig = np.maximum(sig, 0.0)
+            W = np.einsum("imc,mj->ijc", Z, V) / (self.ev[:, None, None] * sig[None, :, None] + lam)
+            out.append((np.einsum("ijc,j->ic", W, V.T @ kd), mu))
+        return out
 
     def predict_train(self, h, mu):
         return self.U @ (self.ev[:, None] * h) / self.sw[:, None] + mu

@@ -99,7 +99,7 @@ def held_out_duals(prep: Prepared, temp: int, subsets: list[tuple], lam: float, 
     """The ``subsets``' models ``(h, mu)`` for source ``temp`` trained without it (and without
     its group)."""
     rest = held_out_sources(prep, temp, groups)
-    return [prep.grid.dual(rest, *device_kernel(prep.D[:, list(sub)], rest, temp), lam) for sub in subsets]
+    return prep.grid.duals(rest, [device_kernel(prep.D[:, list(sub)], rest, temp) for sub in subsets], lam)
 
 
 def predict_held_out(prep: Prepared, temp: int, subsets: list[tuple], lam: float, groups=None) -> np.ndarray:

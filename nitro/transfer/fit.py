@@ -16,9 +16,8 @@ def transfer_scores(prep: Prepared, target: int, subsets: list[list[int]], lam: 
     """Predicted fraction of optimum (inputs × variants) on ``target``, averaged over the
     models of ``subsets``; also returns the expansion (β, μ) that produces it."""
     betas, mus = [], []
-    for subset in subsets:
-        Kd, kd = device_kernel(prep.D[:, list(subset)], prep.sources, target)
-        h, mu = prep.grid.dual(prep.sources, Kd, kd, lam)
+    kernels = [device_kernel(prep.D[:, list(subset)], prep.sources, target) for subset in subsets]
+    for h, mu in prep.grid.duals(prep.sources, kernels, lam):
         betas.append(prep.grid.weights(h))
         mus.append(mu)
     beta, mu = np.mean(betas, axis=0), np.mean(mus, axis=0)

@@ -182,3 +182,15 @@ def test_grids_on_the_same_inputs_share_one_basis_within_memo_kept(n_components)
     h, mu = _fit(second, D, [0, 1, 2], 3)
     np.testing.assert_array_equal(second.predict_train(h, mu), fresh.predict_train(*_fit(fresh, D, [0, 1, 2], 3)))
     np.testing.assert_array_equal(second.weights(h), fresh.weights(h))
+
+
+def test_duals_of_several_device_kernels_equal_each_dual_alone():
+    """CV-DFS fits every subset's model over the same sources in one call: the sources' centred
+    targets are shared, and each model is exactly the one a call of its own gives."""
+    X, D, Y = _grid_data(n=200)
+    grid = KronKRRGrid(X, Y)
+    kernels = [device_kernel(D[:, cols], [0, 1, 2], 3) for cols in ([0], [1, 2], [0, 1, 2])]
+    for (h, mu), (Kd, kd) in zip(grid.duals([0, 1, 2], kernels, 1.0), kernels, strict=True):
+        h1, mu1 = grid.dual([0, 1, 2], Kd, kd, 1.0)
+        np.testing.assert_array_equal(h, h1)
+        np.testing.assert_array_equal(mu, mu1)
