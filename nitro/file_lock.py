@@ -73,8 +73,25 @@ class FileLock:
 
     def try_lock(self) -> bool:
         """Take the lock if no one holds it; whether it was taken."""
+        return self._flock(fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+    def lock(self, timeout: float | None = None) -> bool:
+        """Take the lock, waiting for its holder as long as it takes (``timeout`` None) or at most
+        ``timeout`` seconds; whether it was taken."""
+        if timeout is None:
+            return self._flock(fcntl.LOCK_EX)
+        deadline = time.monotonic() + timeout
+        while not self.try_lock():
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(POLL_S)
+        return True
+
+    def _flock(self, operation: int) -> bool:
+        """``flock(operation)``: False where another holds the lock (non-blocking), else taken,
+        or granted with a warning where the file system cannot lock."""
         try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(self._fd, operation)
         except BlockingIOError:
             return False
         except OSError as e:
@@ -82,25 +99,6 @@ class FileLock:
                 raise
             self._unlockable(e)
         self._taken()
-        return True
-
-    def lock(self, timeout: float | None = None) -> bool:
-        """Take the lock, waiting for its holder as long as it takes (``timeout`` None) or at most
-        ``timeout`` seconds; whether it was taken."""
-        if timeout is None:
-            try:
-                fcntl.flock(self._fd, fcntl.LOCK_EX)
-            except OSError as e:
-                if e.errno not in _UNSUPPORTED:
-                    raise
-                self._unlockable(e)
-            self._taken()
-            return True
-        deadline = time.monotonic() + timeout
-        while not self.try_lock():
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(POLL_S)
         return True
 
     def _unlockable(self, error: OSError) -> None:
