@@ -31,8 +31,6 @@ def test_errors_are_one_line_and_name_the_problem(capsys, tmp_path):
     assert f"{tmp_path / 'afile'} is a file: a dataset is a directory of devices" in capsys.readouterr().err
     assert main(["evaluate", str(tmp_path), "--stream", "100", "--budget", "0.5"]) == 2
     assert "--stream, --budget are options of the refining replay: add --online" in capsys.readouterr().err
-    assert main(["evaluate", str(tmp_path), "--online", "--targets", "dev1"]) == 2
-    assert "--online replays every device as the target in turn; it takes no --targets" in capsys.readouterr().err
 
 
 def test_evaluate_with_empty_targets_is_refused_not_run_on_every_device(capsys, tmp_path):
