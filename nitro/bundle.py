@@ -232,14 +232,16 @@ class Transfer:
             return [1.0] * len(self.sources)
         nearest = min(d2)
         g = 1.0 / sum(self.varies)
-        if self.outside(source_values, target):
+        if self._beyond(d2):
             g = g * self.spread2 / nearest
         return [math.exp(-g * (v - nearest)) for v in d2]
 
     def outside(self, source_values: list[list[float]], target: list[float]) -> bool:
         """Whether ``target`` is farther from its nearest source than any source is from its own
         (:func:`nitro.learn.kron.source_distances`): what the sources show, not a figure to trust."""
-        d2 = self._distances(source_values, target)
+        return self._beyond(self._distances(source_values, target))
+
+    def _beyond(self, d2: list[float] | None) -> bool:
         return d2 is not None and min(d2) > self.spread2 > 0
 
     def _distances(self, source_values: list[list[float]], target: list[float]) -> list[float] | None:
