@@ -191,6 +191,35 @@ def busy_process():
 
 
 @pytest.fixture
+def held_in_thread():
+    """A context manager ``held_in_thread(make_lock)`` that enters ``make_lock()`` in another
+    thread of this process, and holds it while the ``with`` body runs and ``release_after``
+    seconds (None: until the body ends); the thread leaves it and is joined afterwards."""
+    import contextlib
+    import threading
+
+    @contextlib.contextmanager
+    def hold(make_lock, release_after: float | None = None):
+        inside, release = threading.Event(), threading.Event()
+
+        def run():
+            with make_lock():
+                inside.set()
+                release.wait(30)
+        thread = threading.Thread(target=run)
+        thread.start()
+        try:
+            assert inside.wait(30), "the other thread never took the lock"
+            if release_after is not None:
+                threading.Timer(release_after, release.set).start()
+            yield release
+        finally:
+            release.set()
+            thread.join(30)
+    return hold
+
+
+@pytest.fixture
 def family_measurements():
     """Factory ``make(seed=5, n_inputs=60) -> (measurements, family)``: six devices in three
     families of two (``arch``), where only family ``new`` has variant ``a`` fastest on small inputs."""

@@ -112,25 +112,14 @@ def test_a_process_says_once_that_it_waits_even_when_warning_filters_change():
     assert said[0].filename == __file__      # points at the caller of timing_on
 
 
-def test_threads_of_one_process_take_turns_and_the_warning_says_so():
+def test_threads_of_one_process_take_turns_and_the_warning_says_so(held_in_thread):
     """Two threads timing one device each open the lock file, so they take turns like two
     processes; the waiting one is told it waits for a thread of its own process."""
-    import threading
     device = f"dev-{uuid.uuid4().hex}"
-    inside, release = threading.Event(), threading.Event()
-
-    def hold():
-        with timing_on(device):
-            inside.set()
-            release.wait(30)
-    holder = threading.Thread(target=hold)
-    holder.start()
-    assert inside.wait(30)
-    threading.Timer(0.5, release.set).start()
-    with pytest.warns(DeviceBusyWarning, match="another thread of this process is timing"):
-        with timing_on(device):
-            assert release.is_set()
-    holder.join(30)
+    with held_in_thread(lambda: timing_on(device), release_after=0.5) as released:
+        with pytest.warns(DeviceBusyWarning, match="another thread of this process is timing"):
+            with timing_on(device):
+                assert released.is_set()
 
 
 def test_a_pool_made_while_timing_does_not_keep_the_device():

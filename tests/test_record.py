@@ -130,26 +130,13 @@ def test_a_folder_being_recorded_refuses_a_second_recording(clean_store, tmp_pat
     assert r["measured"] == 1      # once the other has ended (its lock gone with it), the folder is free
 
 
-def test_a_recording_in_another_thread_is_named_as_such(clean_store, tmp_path):
+def test_a_recording_in_another_thread_is_named_as_such(clean_store, tmp_path, held_in_thread):
     """A second recording of one folder from another thread of the same process was refused as
     one of 'another process' with this process's own pid."""
-    import threading
     from nitro.record import RecordingBusyError, _only_recording
-    inside, done = threading.Event(), threading.Event()
-
-    def hold():
-        with _only_recording(tmp_path):
-            inside.set()
-            done.wait(30)
-    thread = threading.Thread(target=hold)
-    thread.start()
-    try:
-        assert inside.wait(30)
+    with held_in_thread(lambda: _only_recording(tmp_path)):
         with pytest.raises(RecordingBusyError, match="being recorded by another thread of this process"):
             record_family(clean_store, "histogram", tmp_path, device_id="cpu_one", n_train=1, n_test=0, **NO_WAIT)
-    finally:
-        done.set()
-        thread.join(30)
 
 
 def test_a_folder_holds_one_devices_recording(clean_store, tmp_path):
