@@ -199,7 +199,7 @@ class CodeVariant:
             out["predicted_quality"] = measured["quality"]
             if measured.get("level"):
                 out["level"] = measured["level"]
-                if measured["level"] == "low":
+                if measured["level"] != "high":      # "low", or "uncertain": too few inputs to vouch for it
                     out["advice"] = measured["advice"]
         return out
 

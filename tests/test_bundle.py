@@ -182,27 +182,31 @@ def test_build_says_which_default_it_took_and_which_stored_models_it_left_out(sp
 def test_build_warns_where_a_shipped_model_is_one_its_own_estimate_calls_low(spmv, tmp_path, capsys):
     """A zero-shot model whose estimate is low (a GPU of a family no source shares got 73% on a
     permuted copy of the SpMV data) shipped in a bundle must not go silently: the build names it,
-    why, and what to do; a few-shot model still low on its timed inputs too; a sound one not."""
+    why, and what to do; a few-shot model still low on its timed inputs too, or timed on too few
+    of them to vouch for 90%; a sound one not."""
     store, _, _ = spmv
     variants, features = (store.meta("spmv_bundle")[k] for k in ("variants", "features"))
     store.declare("shipped", variants, features)
     store.put_rows("shipped", "dev1", store.rows("spmv_bundle", LEFT_OUT)[:40])
     low = {"confidence": {"level": "low", "low_because": ["outside the sources' device features (10.0 from mi250x)"]}}
     few = {"few_shot": {"estimate": {"level": "low", "quality": 0.789, "inputs": 44}}}
+    unsure = {"few_shot": {"estimate": {"level": "uncertain", "quality": 0.995, "lower": 0.735, "inputs": 6}}}
     fine = {"confidence": {"level": "high", "low_because": []}}
-    for device, provenance in (("far_gpu", low), ("few_gpu", few), ("near_gpu", fine)):
+    for device, provenance in (("far_gpu", low), ("few_gpu", few), ("unsure_gpu", unsure), ("near_gpu", fine)):
         store.put_model("shipped", device, SelectorModel(variants, features, "constant", {"label": 1},
                                                          provenance=provenance).to_dict())
     out = tmp_path / "s.json"
-    assert main(["bundle", "build", "shipped", "--learner", "tree", "--devices", "dev1,far_gpu,few_gpu,near_gpu",
+    assert main(["bundle", "build", "shipped", "--learner", "tree", "--devices", "dev1,far_gpu,few_gpu,unsure_gpu,near_gpu",
                  "-o", str(out)]) == 0
     text = capsys.readouterr().out
     assert ("warning: the model of far_gpu may be far off there (zero-shot, estimate low: outside the sources' "
             "device features (10.0 from mi250x)): time inputs on it (nitro tune-from-source --target far_gpu "
             "--target-budget N") in text
     assert "the model of few_gpu may be far off there (few-shot, 78.9% of the optimum on the 44 inputs timed)" in text
+    assert ("the model of unsure_gpu may be far off there (few-shot, 99.5% of the optimum on the 6 inputs timed, "
+            "too few to vouch for more than 73.5%)") in text
     assert "near_gpu may be far off" not in text and "dev1 may be far off" not in text
-    assert set(load_bundle(out).provenance["low_estimates"]) == {"far_gpu", "few_gpu"}
+    assert set(load_bundle(out).provenance["low_estimates"]) == {"far_gpu", "few_gpu", "unsure_gpu"}
 
 
 # -- a small bundle, no store -----------------------------------------------------------------

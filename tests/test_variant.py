@@ -215,6 +215,11 @@ def test_explain_reports_the_choice_its_runner_up_and_the_models_own_estimate():
     cv.model = SelectorModel(model.variants, model.input_features, model.kind, model.params, provenance=few)
     said = cv.explain(1.0)
     assert said["predicted_quality"] == 0.79 and said["level"] == "low" and said["advice"] == "time 88"
+    # and one whose figure is high but from too few inputs to vouch for it
+    unsure = {"few_shot": {"estimate": {"quality": 0.995, "stderr": 0.005, "level": "uncertain", "advice": "time 19"}}}
+    cv.model = SelectorModel(model.variants, model.input_features, model.kind, model.params, provenance=unsure)
+    said = cv.explain(1.0)
+    assert said["level"] == "uncertain" and said["advice"] == "time 19"
 
 
 def test_keyword_arguments_reach_the_features_and_the_variants():

@@ -45,6 +45,8 @@ LOW = 0.90       # below this predicted fraction, the estimate says "low" and ad
 FEW_SHOT_SHARE = 0.02   # of the training inputs, the few-shot budget advised (SpMV: 97.1% leaving one GPU out)
 BASELINES = ("best_single_source", "majority", "full_set_svm")   # keys of a held-out result
 LEAD_LEVEL = 0.90   # one-sided prediction interval of the model's lead over a baseline on the target
+FEW_SHOT_LEVEL = 0.90   # one-sided interval of the few-shot model's quality from its timed inputs
+NEAR_LOW_FACTOR = 4     # beyond this many times the inputs timed, "uncertain" advises twice as many instead
 
 
 def nearest_distances(D: np.ndarray, sources: list[int], target: int) -> tuple[float, float, int]:
@@ -120,7 +122,7 @@ def advice(n_train: float) -> str:
             f"tuner.tune_from_source([cv], target_budget={k}) in Python, or --target-budget {k} on nitro tune-from-source "
             f"where the target's rows are recorded: {share}at least {TREES_FROM}; it costs {k} inputs × every "
             "variant, each after a checked warm-up, and where the few-shot model's cross-validated figure stays "
-            f"below {100 * LOW:g}% time more) or run the code variant in refining mode (cv.refine(): at most "
+            f"below {100 * LOW:g}%, or too few inputs to vouch for it, time more) or run the code variant in refining mode (cv.refine(): at most "
             f"{100 * BUDGET:g}% of calls explore, each running one variant more, adding at most {100 * TIME_BUDGET:g}% "
             "to the served calls' time, or the loss explored calls measure where higher); where the target lies "
             "outside the sources, few-shot first: refining learns only from the calls it explores")
@@ -132,24 +134,78 @@ def few_shot_count(n_train: float) -> int:
 
 
 def few_shot_verdict(estimate: dict | None, n_timed: int) -> dict:
-    """Whether the few-shot model itself is still far off on the target, from its
-    cross-validated ``estimate`` on the ``n_timed`` inputs timed there (``quality`` ± ``stderr``):
-    "low" where it is below :data:`LOW`, with advice to time twice as many inputs. A target unlike
-    every source can need more than 2%: on the Ginkgo SpMV data with one GPU's formats permuted
-    (held out by family), 2% of its inputs gave 84.5% (cross-validated 83.4 ± 5.9), 5% 91.3, 10%
-    95.8; the seven other GPUs' figures were 91.2-96.8 (measured 93.6-97.2). The point figure, not
-    two standard errors above it, which would have reached 95.2 there: the figure errs low, by
-    each fold's fewer rows, and two standard errors of 21 inputs are a dozen points."""
+    """Whether the few-shot model's cross-validated ``estimate`` on the ``n_timed`` inputs timed on
+    the target (``quality`` ± ``stderr``, ``wrong_choice_loss``) vouches for :data:`LOW`: "low"
+    where the figure is below it, with advice to time twice as many inputs (on the Ginkgo SpMV data
+    with one GPU's formats permuted, 2% of its inputs gave 84.5%, cross-validated 83.4 ± 5.9; 5%
+    91.3, 10% 95.8); "uncertain" where the figure is above it but the lower end of its interval
+    (:func:`few_shot_lower`) is not, with the count of inputs that would put it there
+    (:func:`inputs_to_vouch`): six inputs of nitro's histogram on an Intel host no source is like
+    read 99.5 ± 0.5 and the model reached 87.1% on the others."""
     if not estimate:
         return {"level": None, "advice": ""}
-    if estimate["quality"] >= LOW:
-        return {"level": "high", "advice": ""}
-    return {"level": "low",
-            "advice": (f"the few-shot model reached {100 * estimate['quality']:.1f} ± {100 * estimate['stderr']:.1f}% "
-                       f"of the optimum on the {n_timed} inputs timed (cross-validated), below {100 * LOW:g}%: the target "
-                       f"behaves unlike every source there; time more of its inputs "
-                       f"(twice as many: target_budget={2 * n_timed} in Python, --target-budget {2 * n_timed} on the command "
-                       "line), or train on the target (tune())")}
+    q, se, n = estimate["quality"], estimate["stderr"], n_timed
+    loss = estimate.get("wrong_choice_loss", 0.0)
+    lower = few_shot_lower(q, se, n, loss)
+    figure = (f"the few-shot model reached {100 * q:.1f} ± {100 * se:.1f}% of the optimum on the {n} inputs "
+              "timed (cross-validated)")
+    if q < LOW:
+        return {"level": "low", "lower": lower, "inputs_needed": None,
+                "advice": (f"{figure}, below {100 * LOW:g}%: the target behaves unlike every source there; time "
+                           f"more of its inputs (twice as many: target_budget={2 * n} in Python, --target-budget "
+                           f"{2 * n} on the command line), or train on the target (tune())")}
+    if lower >= LOW:
+        return {"level": "high", "lower": lower, "inputs_needed": None, "advice": ""}
+    needed = inputs_to_vouch(q, se, n, loss)
+    unseen = unseen_error_rate(n) * loss
+    why = (f"a wrong choice costs {100 * loss:.0f}% of the optimum there on average, and so few inputs leave the "
+           f"rate of wrong choices on the others up to {100 * unseen_error_rate(n):.0f}%"
+           if unseen >= _sampling_margin(se, n) else "its standard error over so few inputs is wide")
+    if needed is None or needed > NEAR_LOW_FACTOR * n:      # a figure just above LOW: no count settles it soon
+        needed, until = 2 * n, f", twice as many (the figure lies too near {100 * LOW:g}% for a count to settle it)"
+    else:
+        until = f" for it to vouch for {100 * LOW:g}% if the model stays as right"
+    return {"level": "uncertain", "lower": lower, "inputs_needed": needed,
+            "advice": (f"{figure}, but {n} inputs cannot vouch for {100 * LOW:g}%: {why} "
+                       f"({100 * FEW_SHOT_LEVEL:g}% confidence): the figure vouches for {100 * lower:.1f}%; time "
+                       f"about {needed} inputs (target_budget={needed} in Python, --target-budget {needed} on the "
+                       f"command line){until}, or train on the target (tune())")}
+
+
+def unseen_error_rate(n: int) -> float:
+    """The largest rate of wrong choices that ``n`` inputs, all chosen right, leave plausible at
+    :data:`FEW_SHOT_LEVEL` (the exact form of the rule of three, about 2.3/n at 90%)."""
+    return 1.0 - (1.0 - FEW_SHOT_LEVEL) ** (1.0 / n)
+
+
+def few_shot_lower(quality: float, stderr: float, n: int, wrong_choice_loss: float) -> float:
+    """The lower end of a one-sided :data:`FEW_SHOT_LEVEL` interval of the few-shot model's quality
+    from its cross-validated figure on ``n`` timed inputs: Student's t over the inputs, and never
+    nearer than :func:`unseen_error_rate` × ``wrong_choice_loss`` (where a handful of inputs were all
+    chosen right, the standard error is near 0 and says nothing of the inputs not timed)."""
+    return float(quality - max(_sampling_margin(stderr, n), unseen_error_rate(n) * wrong_choice_loss))
+
+
+def _sampling_margin(stderr: float, n: int) -> float:
+    """Student's t at :data:`FEW_SHOT_LEVEL` (one-sided) times the standard error of ``n`` inputs."""
+    return float(stats.t.ppf(FEW_SHOT_LEVEL, n - 1) * stderr) if n > 1 else 0.0
+
+
+def inputs_to_vouch(quality: float, stderr: float, n: int, wrong_choice_loss: float) -> int | None:
+    """The fewest timed inputs, ``n`` or more, at which :func:`few_shot_lower` reaches :data:`LOW` if
+    the figure stays ``quality`` (its standard error falling as 1/√inputs); ``None`` where no count
+    up to a million does (``quality`` at LOW or below)."""
+    def vouches(m: int) -> bool:
+        return few_shot_lower(quality, stderr * np.sqrt(n / m), m, wrong_choice_loss) >= LOW
+    lo, hi = n, 2 * n
+    while not vouches(hi):        # quality > LOW: both terms fall to 0 as inputs grow
+        if hi > 10 ** 6:          # quality at LOW itself: no count will do
+            return None
+        lo, hi = hi, 2 * hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if vouches(mid) else (mid, hi)
+    return hi
 
 
 def lead_interval(lead: np.ndarray) -> dict[str, float | None]:

@@ -60,10 +60,13 @@ def cross_validated_quality(zero_shot: SelectorModel, data: TransferData, source
     each timed input is chosen for by the same learner fitted without its fold (``folds``-fold
     cross-validation over the target rows; leave-one-out with fewer rows) and scored by its
     fraction of the optimum. Returns the mean (``quality``), its standard error over the inputs
-    (``stderr``), ``inputs``, ``folds`` and the ``learner``; ``None`` below :data:`TREES_FROM` timed
+    (``stderr``), ``inputs``, ``folds``, the ``learner`` and what a wrong choice costs there
+    (``wrong_choice_loss``, :func:`wrong_choice_loss`: the standard error of a few inputs that were all
+    chosen right is near 0, and says nothing of the others); ``None`` below :data:`TREES_FROM` timed
     inputs: a fold leaves two or three rows to fit, and three right choices out of three read as
     100 ± 0 (on 400-matrix SpMV data, 3–4 picks gave 100.0 on half the targets, within 3 points of
-    measured on 1–3 of 8). The picks are few, so the estimate is rough: ``stderr`` says how rough.
+    measured on 1–3 of 8). The picks are few, so the estimate is rough: ``stderr`` and ``wrong_choice_loss`` say how rough
+    (:func:`nitro.transfer.confidence.few_shot_verdict`).
     (:func:`cross_validation_folds`, :func:`fold_choices` and :func:`cross_validated_score` are its
     steps, for a caller that fits the folds in parallel.)"""
     cv = cross_validation_folds(target_times, folds, random_state)
@@ -103,6 +106,18 @@ def cross_validated_score(target_times: np.ndarray, ok: np.ndarray, splits: list
     choice = np.zeros(len(ok), dtype=np.int64)
     for (_, held), c in zip(splits, choices):
         choice[held] = c
-    fraction = speedup_vs_best(T[ok])[np.arange(len(ok)), choice]
+    ratio = speedup_vs_best(T[ok])
+    fraction = ratio[np.arange(len(ok)), choice]
     return {"quality": float(fraction.mean()), "stderr": float(fraction.std(ddof=1) / np.sqrt(len(ok))),
-            "inputs": int(len(ok)), "folds": len(splits), "learner": learner_for(len(ok))}
+            "inputs": int(len(ok)), "folds": len(splits), "learner": learner_for(len(ok)),
+            "wrong_choice_loss": wrong_choice_loss(ratio)}
+
+
+def wrong_choice_loss(ratio: np.ndarray) -> float:
+    """What a wrong choice costs on the target, from its own timings: the mean over inputs of the
+    mean loss ``1 - t_best / t_v`` of the variants other than the fastest (a failed one loses all),
+    the cost of a choice made where the timed inputs show nothing (``ratio``: inputs × variants)."""
+    if ratio.shape[1] < 2:
+        return 0.0
+    others = np.sort(ratio, axis=1)[:, :-1]             # every variant but the fastest
+    return float((1.0 - others).mean())

@@ -532,7 +532,7 @@ def _few_shot(store, name, prep, t, budget, measure_target, measurable, zero_sho
     if estimate is not None:
         estimate["zero_shot_on_timed"] = fraction_of_optimum(times[ok], zero_shot_scores[rows][ok].argmax(axis=1))
         estimate.update(few_shot_verdict(estimate, int(ok.sum())))
-        if estimate["level"] == "low":
+        if estimate["level"] in ("low", "uncertain"):
             warnings.warn(f"{name}: on {target}, {estimate['advice']}", stacklevel=3)
     learner = "correction" if model.kind == "kernel" else "trees"     # the estimate's names (learner_for)
     provenance = {**provenance, "few_shot": {"inputs": [i for i, good in zip(ids, ok) if good],

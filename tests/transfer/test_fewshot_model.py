@@ -93,3 +93,19 @@ def test_on_nitros_own_spmv_data_a_few_inputs_keep_a_right_zero_shot_model(own_c
         picks = train[pick_inputs(prep.X[train], n)]
         model = fit_few_shot(zero, data, sources, prep.train, t, data.X[picks], data.times[t, picks], prep.features)
         assert score(model) > score(zero) - 0.005
+
+
+def test_a_wrong_choice_costs_the_mean_loss_of_the_variants_other_than_the_fastest():
+    """What a wrong choice costs on the target is read from its timed inputs: per input the
+    variants other than the fastest lose 1 − t_best/t_v (a failed one all of it), averaged; the
+    cross-validated figure carries it, so that a handful of right choices is not read as sure."""
+    from nitro.metrics import speedup_vs_best
+    from nitro.transfer.fewshot_model import wrong_choice_loss
+    times = np.array([[1.0, 2.0, 4.0], [3.0, 1.0, np.nan]])
+    assert np.isclose(wrong_choice_loss(speedup_vs_best(times)), np.mean([(0.5 + 0.75) / 2, (2 / 3 + 1.0) / 2]))
+    assert wrong_choice_loss(speedup_vs_best(times[:, :1])) == 0.0
+    ok = np.arange(6)
+    splits = [(np.arange(1, 6), np.array([0])), (np.arange(0, 1), np.arange(1, 6))]
+    T = np.tile(times[:1], (6, 1))
+    score = cross_validated_score(T, ok, splits, [np.array([0]), np.zeros(5, dtype=int)])
+    assert score["quality"] == 1.0 and score["stderr"] == 0.0 and np.isclose(score["wrong_choice_loss"], 0.625)
