@@ -48,12 +48,12 @@ def device_models(store: Store, name: str, devices: list[str], learner="svm") ->
 
 def low_estimate(provenance: dict) -> str | None:
     """Why a stored model may be far off on its device, where its own estimate says so: a
-    zero-shot model (``tune_from_source``) whose estimate is "low", or a few-shot model whose
-    cross-validated figure on the target's timed inputs is "low" or "uncertain" (too few inputs
-    to vouch for 90%); ``None`` otherwise."""
+    zero-shot model (``tune_from_source``) whose estimate is "low" or "uncertain" (a new family),
+    or a few-shot model whose cross-validated figure on the target's timed inputs is "low" or
+    "uncertain" (too few inputs to vouch for 90%); ``None`` otherwise."""
     zero = provenance.get("confidence") or {}
-    if zero.get("level") == "low":
-        return f"zero-shot, estimate low: {'; '.join(zero.get('low_because', []))}"
+    if zero.get("level") in ("low", "uncertain"):
+        return f"zero-shot, estimate {zero['level']}: {'; '.join(zero.get('low_because', []))}"
     few = (provenance.get("few_shot") or {}).get("estimate") or {}
     if few.get("level") == "low":
         return f"few-shot, {100 * few['quality']:.1f}% of the optimum on the {few.get('inputs', '?')} inputs timed"

@@ -479,8 +479,8 @@ def _transfer_lines(computation: str, p: dict) -> list[str]:
                          f"{b['held_out_sources']} (their mean {100 * b['held_out_mean']:.1f}%; the model's lead "
                          f"{100 * b['lead']:+.1f} points, sd {100 * b['lead_sd']:.1f})"
                          + (_may_fall_below(b.get("chance_below")) if name in c["may_trail"] else ""))
-        if c["level"] == "low":
-            lines.append(f"estimate LOW ({'; '.join(c.get('low_because', []))}): {c['advice']}")
+        if c["level"] in ("low", "uncertain"):
+            lines.append(f"estimate {c['level'].upper()} ({'; '.join(c.get('low_because', []))}): {c['advice']}")
     return lines
 
 

@@ -534,10 +534,12 @@ def format_evaluation(r: dict) -> str:
             lines.append("  * outside the sources: what they show, not a figure to trust (tune-from-source says "
                          "'no figure to trust' there)")
         low = [d for d in devs if conf[d].get("level") == "low"]
+        unsure = [d for d in devs if conf[d].get("level") == "uncertain"]
         lines.append(f"\ncalibration: predicted within 3 points of measured on {cal['within_3_points']} of "
                      f"{cal['targets']} targets; estimate 'low' (few-shot or refining mode advised) on: "
-                     f"{', '.join(low) or 'none'}")
-        lines += [f"  {d}: " + "; ".join(conf[d].get("low_because", [])) for d in low]
+                     f"{', '.join(low) or 'none'}; 'uncertain' (a family no source shares: a check advised) on: "
+                     f"{', '.join(unsure) or 'none'}")
+        lines += [f"  {d}: " + "; ".join(conf[d].get("low_because", [])) for d in low + unsure]
         for name, label in (("best_single_source", "the best single source in hindsight"),
                             ("majority", "the sources' majority"), ("full_set_svm", "the full-set SVM")):
             chance = {d: c["baselines"][name].get("chance_below") for d, c in conf.items()

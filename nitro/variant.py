@@ -172,7 +172,7 @@ class CodeVariant:
         ``expected_fraction`` is what the model expects the choice to reach), and the model's
         predicted quality on this device when it has one (``tune_from_source``; for a few-shot
         model, its quality cross-validated on the inputs timed on the target), with ``level`` and,
-        where it is "low", why (``low_because``, ``outside_sources``) and what to do (``advice``)."""
+        where it is "low" or "uncertain", why (``low_because``, ``outside_sources``) and what to do (``advice``)."""
         values = self.compute_features(*args, **kwargs)
         choice = self._dispatcher.choose(values)
         out = {"variant": choice, "model": self.model is not None}
@@ -192,7 +192,7 @@ class CodeVariant:
         if confidence:
             out["predicted_quality"] = confidence["predicted_quality"]
             out["level"] = confidence["level"]
-            if confidence["level"] == "low":     # why, and what to do: the figure alone reads as sound
+            if confidence["level"] != "high":    # why, and what to do: the figure alone reads as sound
                 out.update(low_because=list(confidence.get("low_because", [])), advice=confidence.get("advice", ""),
                            outside_sources=bool(confidence.get("outside_sources")))
         elif measured:       # a few-shot model: cross-validated on the inputs timed on the target

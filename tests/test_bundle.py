@@ -191,12 +191,15 @@ def test_build_warns_where_a_shipped_model_is_one_its_own_estimate_calls_low(spm
     low = {"confidence": {"level": "low", "low_because": ["outside the sources' device features (10.0 from mi250x)"]}}
     few = {"few_shot": {"estimate": {"level": "low", "quality": 0.789, "inputs": 44}}}
     unsure = {"few_shot": {"estimate": {"level": "uncertain", "quality": 0.995, "lower": 0.735, "inputs": 6}}}
+    new = {"confidence": {"level": "uncertain", "low_because": ["a family no source shares: held out with its "
+                                                                "family, a source got 84.0%"]}}
     fine = {"confidence": {"level": "high", "low_because": []}}
-    for device, provenance in (("far_gpu", low), ("few_gpu", few), ("unsure_gpu", unsure), ("near_gpu", fine)):
+    for device, provenance in (("far_gpu", low), ("few_gpu", few), ("unsure_gpu", unsure), ("new_gpu", new),
+                               ("near_gpu", fine)):
         store.put_model("shipped", device, SelectorModel(variants, features, "constant", {"label": 1},
                                                          provenance=provenance).to_dict())
     out = tmp_path / "s.json"
-    assert main(["bundle", "build", "shipped", "--learner", "tree", "--devices", "dev1,far_gpu,few_gpu,unsure_gpu,near_gpu",
+    assert main(["bundle", "build", "shipped", "--learner", "tree", "--devices", "dev1,far_gpu,few_gpu,unsure_gpu,new_gpu,near_gpu",
                  "-o", str(out)]) == 0
     text = capsys.readouterr().out
     assert ("warning: the model of far_gpu may be far off there (zero-shot, estimate low: outside the sources' "
@@ -206,7 +209,9 @@ def test_build_warns_where_a_shipped_model_is_one_its_own_estimate_calls_low(spm
     assert ("the model of unsure_gpu may be far off there (few-shot, 99.5% of the optimum on the 6 inputs timed, "
             "too few to vouch for more than 73.5%)") in text
     assert "near_gpu may be far off" not in text and "dev1 may be far off" not in text
-    assert set(load_bundle(out).provenance["low_estimates"]) == {"far_gpu", "few_gpu", "unsure_gpu"}
+    assert ("the model of new_gpu may be far off there (zero-shot, estimate uncertain: a family no source "
+            "shares") in text
+    assert set(load_bundle(out).provenance["low_estimates"]) == {"far_gpu", "few_gpu", "unsure_gpu", "new_gpu"}
 
 
 # -- a small bundle, no store -----------------------------------------------------------------

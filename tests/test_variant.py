@@ -210,6 +210,13 @@ def test_explain_reports_the_choice_its_runner_up_and_the_models_own_estimate():
     said = cv.explain(1.0)
     assert said["level"] == "low" and said["outside_sources"] and said["advice"] == "time 6 inputs"
     assert said["low_because"] == low["low_because"]
+    # a new family among the sources: "uncertain", with why and what to check
+    new = {**low, "level": "uncertain", "outside_sources": False, "advice": "check 6 inputs",
+           "low_because": ["a family no source shares: held out with its family, a source got 84.0%"]}
+    cv.model = SelectorModel(model.variants, model.input_features, model.kind, model.params,
+                             provenance={"confidence": new})
+    said = cv.explain(1.0)
+    assert said["level"] == "uncertain" and said["advice"] == "check 6 inputs" and said["low_because"] == new["low_because"]
     # a few-shot model whose cross-validated figure is still low says so too
     few = {"few_shot": {"estimate": {"quality": 0.79, "stderr": 0.045, "level": "low", "advice": "time 88"}}}
     cv.model = SelectorModel(model.variants, model.input_features, model.kind, model.params, provenance=few)

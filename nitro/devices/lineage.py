@@ -2,7 +2,7 @@
 
 Stored beside its features, never as one (:mod:`nitro.dataset`'s metadata columns): with the
 family of every device known, ``tune_from_source`` can tell a target whose family no source
-shares, validate its model without each source's family and say "low" where a family transfers
+shares, validate its model without each source's family and say "uncertain" where a family transfers
 badly, the case where zero-shot falls furthest (README "How sure the model is"). The family is
 the vendor's microarchitecture name, read from what the device reports: an NVIDIA GPU's compute
 capability, an x86 CPU's vendor, family and model numbers (``/proc/cpuinfo``), an Arm CPU's

@@ -522,9 +522,9 @@ def _few_shot(store, name, prep, t, budget, measure_target, measurable, zero_sho
     if not ok.any():
         raise ValueError(f"{name}: no variant ran on the target for the {len(ids)} chosen inputs")
     zero = provenance["zero_shot_confidence"]
-    if ok.sum() < TREES_FROM and zero["level"] == "low":
+    if ok.sum() < TREES_FROM and zero["level"] in ("low", "uncertain"):
         warnings.warn(f"{name}: {int(ok.sum())} input(s) timed on {target} only correct the zero-shot model near "
-                      f"them, and its estimate is low ({'; '.join(zero['low_because'])}): time {TREES_FROM} or more "
+                      f"them, and its estimate is {zero['level']} ({'; '.join(zero['low_because'])}): time {TREES_FROM} or more "
                       "so that the few-shot model can learn what no source shows", stacklevel=3)
     cols = prep.features
     model = fit_few_shot(zero_shot, data, prep.sources, prep.train, t, data.X[picks], times, cols)

@@ -167,9 +167,12 @@ def test_twin_sources_do_not_put_every_target_outside():
     assert nearest_distances(D, [0, 1, 2, 3], 0)[0] == 0.0
 
 
-def test_a_new_family_is_low_where_a_source_held_out_with_its_family_fell_below_the_threshold():
+def test_a_new_family_is_uncertain_where_a_source_held_out_with_its_family_fell_below_the_threshold():
     """The mean of the held-out sources (here 0.93) hides one that transferred badly (0.84):
-    for a target of a family no source shares, that one says the target may too."""
+    for a target of a family no source shares, that one says the target may too. Among the
+    sources' device features that is a check to make ("uncertain", the same remedies worded as a
+    check: on nitro's CPU and the SpMV data such targets measured 89.7-96.8%); outside them, or
+    beside any other reason, "low"."""
     D = np.array([[1.0], [2.0], [3.0], [2.5]])
     scores = np.array([[0.97, 0.5], [0.95, 0.6]])
     held = {"s0": {"quality": 0.97, "expected": 0.97}, "s1": {"quality": 0.84, "expected": 0.96},
@@ -178,8 +181,14 @@ def test_a_new_family_is_low_where_a_source_held_out_with_its_family_fell_below_
     assert same["predicted_quality"] > 0.9 and not same["outside_sources"]
     assert same["level"] == "high" and same["low_because"] == [] and same["advice"] == ""
     new = estimate_quality(scores, held, D, [0, 1, 2], 3, ["s0", "s1", "s2", "t"], new_family=True)
-    assert new["level"] == "low" and new["advice"]
+    assert new["level"] == "uncertain" and new["advice"].startswith("a family no source shares may transfer as badly")
+    assert "target_budget=6)" in new["advice"]
     assert new["low_because"] == ["a family no source shares: held out with its family, a source got 84.0%"]
+    out = estimate_quality(scores, held, np.array([[1.0], [2.0], [3.0], [30.0]]), [0, 1, 2], 3,
+                           ["s0", "s1", "s2", "t"], new_family=True)
+    assert out["level"] == "low" and len(out["low_because"]) == 2 and out["advice"].startswith("zero-shot is uncertain")
+    poor = {k: {**v, "quality": 0.8} for k, v in held.items()}
+    assert estimate_quality(scores, poor, D, [0, 1, 2], 3, ["s0", "s1", "s2", "t"], new_family=True)["level"] == "low"
     fine = {k: {**v, "quality": 0.95} for k, v in held.items()}
     assert estimate_quality(scores, fine, D, [0, 1, 2], 3, ["s0", "s1", "s2", "t"], new_family=True)["level"] == "high"
     far = estimate_quality(scores, held, np.array([[1.0], [2.0], [3.0], [30.0]]), [0, 1, 2], 3, ["s0", "s1", "s2", "t"])
