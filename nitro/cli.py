@@ -8,6 +8,7 @@ import math
 import os
 import sys
 import threading
+import warnings
 from pathlib import Path
 
 from .store.errors import StoreError, StorePermissionError
@@ -383,18 +384,21 @@ def _features_file(path: str) -> dict:
 
 
 def cmd_tune_from_source(args):
+    from .transfer.confidence import TransferEstimateWarning
     from .transfer.tune import tune_from_source
     target_features = _features_file(args.target_features) if args.target_features else None
     store = _store(args)
     meta = store.meta(args.computation)
     try:
-        model = tune_from_source(store, args.computation, meta["variants"], meta["features"],
-                                 sources=_split(args.sources), target=args.target, target_features=target_features,
-                                 profiling_based_dfs=args.p_dfs, search_based_dfs=args.cv_dfs, k=args.k,
-                                 max_subset_size=args.max_subset_size, selection=args.selection,
-                                 n_jobs=args.n_jobs, progress=not args.json, keep_variants=_split(args.variants),
-                                 target_budget=args.target_budget, save=args.output is None,
-                                 time_weight=args.time_weight)
+        with warnings.catch_warnings():        # the estimate is printed below, with the rest
+            warnings.simplefilter("ignore", TransferEstimateWarning)
+            model = tune_from_source(store, args.computation, meta["variants"], meta["features"],
+                                     sources=_split(args.sources), target=args.target, target_features=target_features,
+                                     profiling_based_dfs=args.p_dfs, search_based_dfs=args.cv_dfs, k=args.k,
+                                     max_subset_size=args.max_subset_size, selection=args.selection,
+                                     n_jobs=args.n_jobs, progress=not args.json, keep_variants=_split(args.variants),
+                                     target_budget=args.target_budget, save=args.output is None,
+                                     time_weight=args.time_weight)
     except StorePermissionError as exc:      # a reader: the model was built, then refused
         raise StorePermissionError(f"{exc}; nothing was stored: a user who may not store models keeps "
                                    "the model in a file with --output FILE") from None
@@ -948,7 +952,6 @@ def _run(args) -> int:
 def entry() -> int:
     """The ``nitro`` command: :func:`main`, with warnings printed as its other messages are (one
     ``nitro: warning:`` line on stderr, not Python's file and source line)."""
-    import warnings
 
     def show(message, category, filename, lineno, file=None, line=None):
         print(f"nitro: warning: {message}", file=file or sys.stderr)

@@ -100,9 +100,15 @@ def test_store_import_ls_export(capsys, tmp_path, spmv_dataset):
                  "tesla_p100,titan_v,tesla_v100_sxm2,radeon_vii", "--cv-dfs", "--max-subset-size", "2", "--json"]) == 0
     prov = json.loads(capsys.readouterr().out)
     assert prov["target"] == "tesla_k40m" and prov["device_features"] and "cv_dfs" in prov
-    assert main(["tune-from-source", "spmv", "--target", "tesla_k40m", "--sources",
-                 "tesla_p100,titan_v,tesla_v100_sxm2,radeon_vii", "--cv-dfs", "--max-subset-size", "2"]) == 0
-    led = [line for line in capsys.readouterr().out.splitlines() if line.startswith("on held-out sources the model led")]
+    import warnings
+    from nitro.transfer.confidence import TransferEstimateWarning
+    with warnings.catch_warnings(record=True) as caught:     # printed below, not warned a second time
+        warnings.simplefilter("always")
+        assert main(["tune-from-source", "spmv", "--target", "tesla_k40m", "--sources",
+                     "tesla_p100,titan_v,tesla_v100_sxm2,radeon_vii", "--cv-dfs", "--max-subset-size", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert "estimate LOW (" in printed and not [w for w in caught if issubclass(w.category, TransferEstimateWarning)]
+    led = [line for line in printed.splitlines() if line.startswith("on held-out sources the model led")]
     assert len(led) == 3 and all(("may fall below it here" in line) == ("chance about" in line)
                                  for line in led)
     assert any("may fall below it here (chance about" in line for line in led)   # the best single source, at least

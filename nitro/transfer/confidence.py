@@ -50,6 +50,22 @@ FEW_SHOT_LEVEL = 0.90   # one-sided interval of the few-shot model's quality fro
 NEAR_LOW_FACTOR = 4     # beyond this many times the inputs timed, "uncertain" advises twice as many instead
 
 
+class TransferEstimateWarning(UserWarning):
+    """A zero-shot model's estimate on its target is "low" or "uncertain": the message says why and
+    what to do (``tune_from_source`` in Python warns; ``nitro tune-from-source`` prints it instead)."""
+
+
+def estimate_warning(name: str, target: str, estimate: dict) -> str | None:
+    """The :class:`TransferEstimateWarning` text for ``estimate`` (:func:`estimate_quality`), or
+    ``None`` where it is "high"."""
+    if estimate["level"] == "high":
+        return None
+    figure = ("no figure to trust (the sources show " if estimate["outside_sources"] else "expected ") + \
+        f"{100 * estimate['predicted_quality']:.1f}% of the optimum" + (")" if estimate["outside_sources"] else "")
+    return (f"{name}: the zero-shot model's estimate on {target} is {estimate['level']}, {figure}: "
+            f"{'; '.join(estimate['low_because'])}. {estimate['advice']}")
+
+
 def nearest_distances(D: np.ndarray, sources: list[int], target: int) -> tuple[float, float, int]:
     """Standardised device-feature distance of ``target`` to its nearest source, the largest
     nearest-neighbour distance among the sources, and the nearest source's index."""

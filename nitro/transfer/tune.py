@@ -22,7 +22,7 @@ from ..progress import progress_bar
 from ..store import Store
 from ..store.redis_store import same_computation
 from .coverage import choose_variants, sources_of_kind
-from .confidence import estimate_quality, few_shot_verdict, nearest_distances
+from .confidence import TransferEstimateWarning, estimate_quality, estimate_warning, few_shot_verdict, nearest_distances
 from .cvdfs import cv_dfs, family_groups, held_out_results
 from .data import TransferData, concatenate, stack_times
 from .fewshot import pick_inputs
@@ -440,6 +440,8 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
                       target_features={f: float(data.D[t, data.device_features.index(f)]) for f in used})
     if target_budget is not None:    # the estimate is of the zero-shot model the few-shot one replaces
         provenance["zero_shot_confidence"] = provenance.pop("confidence")
+    elif (said := estimate_warning(name, target, provenance["confidence"])) is not None:
+        warnings.warn(said, TransferEstimateWarning, stacklevel=3)      # never silent in Python either
     model = export_model(prep, beta, mu, list(features), provenance)
     if target_budget is not None:
         model = _few_shot(store, name, prep, t, target_budget, measure_target, measurable, model, scores)

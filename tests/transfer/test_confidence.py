@@ -290,3 +290,16 @@ def test_a_cpu_lineage_no_source_shares_is_flagged_low_on_nitros_own_recordings(
     assert c["level"] == "low" and c["outside_sources"] and c["distance"] > 3 * c["sources_spread"]
     assert c["low_because"][0].startswith("outside the sources' device features") and "target_budget=6)" in c["advice"]
     assert not any(v["cvdfs"]["confidence"]["outside_sources"] for d, v in r["details"].items() if d != INTEL)
+
+
+def test_the_warning_text_of_an_estimate_names_its_level_reasons_and_advice():
+    from nitro.transfer.confidence import estimate_warning
+    base = {"predicted_quality": 0.93, "outside_sources": False, "low_because": [], "advice": ""}
+    assert estimate_warning("spmv", "gpu", {**base, "level": "high"}) is None
+    unsure = estimate_warning("spmv", "gpu", {**base, "level": "uncertain", "low_because": ["a family no source shares"],
+                                              "advice": "a family no source shares may transfer as badly"})
+    assert unsure == ("spmv: the zero-shot model's estimate on gpu is uncertain, expected 93.0% of the optimum: "
+                      "a family no source shares. a family no source shares may transfer as badly")
+    far = estimate_warning("spmv", "gpu", {**base, "level": "low", "outside_sources": True, "low_because": ["outside"],
+                                           "advice": "time 21 inputs"})
+    assert "low, no figure to trust (the sources show 93.0% of the optimum): outside. time 21 inputs" in far

@@ -396,6 +396,28 @@ def test_too_few_timed_inputs_for_a_target_the_estimate_calls_low_are_said_so(st
     assert not [w for w in caught if "only correct the zero-shot model" in str(w.message)]
 
 
+def test_a_zero_shot_model_whose_estimate_is_low_warns_in_python_too(store):
+    """Before, only ``nitro tune-from-source`` printed a low estimate: a Python user of
+    tune_from_source got the model in silence (the estimate sat in its provenance). Now it warns,
+    naming why and what to do: here the planted sources predict under 90% for their target, and
+    once the target lies far outside them, there is no figure to trust."""
+    from nitro.transfer.confidence import TransferEstimateWarning
+    record_planted(store)
+    kw = dict(sources=[f"dev{i}" for i in range(1, 7)], target="dev0", max_subset_size=1, save=False,
+              progress=False)
+    with pytest.warns(TransferEstimateWarning, match=r"toy: the zero-shot model's estimate on dev0 is low, expected "
+                                                     r"\d+\.\d% of the optimum: expected .* below 90%\. .*target_budget="):
+        near = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], **kw)
+    assert not near.provenance["confidence"]["outside_sources"]
+    rec = store.device("dev0")
+    rec["cache_kb"]["value"] *= 1000.0
+    store.put_device("dev0", rec)
+    with pytest.warns(TransferEstimateWarning, match=r"on dev0 is low, no figure to trust \(the sources show "
+                                                     r".*outside the sources' device features"):
+        far = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], **kw)
+    assert far.provenance["confidence"]["outside_sources"]
+
+
 def test_a_few_shot_model_still_far_off_on_its_timed_inputs_says_so_and_how_many_more_to_time(store, odd_target):
     """A target whose fastest variant follows no input feature (each input's winner drawn at
     random, twice as fast as the others) defeats the few-shot model too: its cross-validated
