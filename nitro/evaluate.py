@@ -35,7 +35,7 @@ from .metrics import fraction_of_optimum, majority_vote, random_fraction
 from .progress import progress_bar
 from .transfer.analysis import architecture_sensitivity, best_variant_histogram, device_cosine_similarity
 from .transfer.baselines import full_set_svm_choices
-from .transfer.confidence import FEW_SHOT_SHARE, estimate_quality
+from .transfer.confidence import FEW_SHOT_SHARE, estimate_quality, few_shot_count, few_shot_verdict
 from .transfer.cvdfs import MIN_SOURCES, cv_dfs, family_groups
 from .transfer.coverage import untimed_variants
 from .transfer.data import TransferData
@@ -48,8 +48,12 @@ from .transfer.prepare import COMMON_SHARE, Prepared
 METHODS = ["random", "majority", "full_set_svm", "full_set", "cvdfs_frequency", "cvdfs", "few_shot",
            "best_source_hindsight", "trained_on_target"]
 FEW_SHOT_BUDGETS = (0.005, 0.01, 0.02, 0.05, 0.1)   # fractions of the training inputs timed on the target
-FEW_SHOT_ESTIMATED = FEW_SHOT_SHARE   # the budget a low estimate advises, whose model is also cross-validated
 MIN_INPUTS = 20         # inputs an evaluation needs
+
+
+def few_shot_label() -> str:
+    """The advised few-shot count in words: its share of the training inputs and its floor."""
+    return f"{100 * FEW_SHOT_SHARE:g}%, at least {TREES_FROM}"
 
 
 def _pct(b: float) -> str:
@@ -348,19 +352,27 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
                 feats = prep.features
                 pool = train[np.isfinite(data.times[t, train]).all(axis=1)]    # what the target can be asked
                 picks = {b: pool[pick_inputs(prep.X[pool], max(1, round(b * len(pool))))] for b in FEW_SHOT_BUDGETS}
-                est = picks[FEW_SHOT_ESTIMATED]
+                # the count a low estimate advises (2%, at least 6) is also cross-validated, as a user gets it
+                advised = min(few_shot_count(len(pool)), len(pool))
+                same = next((b for b in FEW_SHOT_BUDGETS if len(picks[b]) == advised), None)
+                est = picks[same] if same is not None else pool[pick_inputs(prep.X[pool], advised)]
                 X_est, T_est = data.X[est], data.times[t, est]
                 ok, splits = cross_validation_folds(T_est) or (None, [])
+                fitted = list(picks.values()) + ([] if same is not None else [est])
                 # the cross-validation's folds and the budgets' fits, each one task: they cost alike
                 done = Parallel(n_jobs=n_jobs or -1)(
                     [delayed(fold_choices)(zero_shot, data, sources, prep.train, t, X_est, T_est, feats, ok, fit, held)
                      for fit, held in splits]
                     + [delayed(_few_shot_choices)(zero_shot, data, sources, prep.train, t, p, feats, test_t)
-                       for p in picks.values()])
+                       for p in fitted])
                 folds, fits = done[:len(splits)], done[len(splits):]
                 pick.update({f"few_shot_{_pct(b)}pct": c for b, c in zip(picks, fits)})
-                info[f"few_shot_{_pct(FEW_SHOT_ESTIMATED)}pct"] = {
-                    "cross_validated": cross_validated_score(T_est, ok, splits, folds) if splits else None}
+                estimate = cross_validated_score(T_est, ok, splits, folds) if splits else None
+                if estimate is not None:
+                    estimate.update(few_shot_verdict(estimate, int(ok.sum())))
+                chosen = fits[list(picks).index(same)] if same is not None else fits[-1]
+                info["few_shot_advised"] = {"inputs": int(len(est)), "cross_validated": estimate,
+                                            "measured": 100.0 * fraction_of_optimum(times, chosen)}
         for name, choice in pick.items():
             res[name] = fraction_of_optimum(times, choice)
         return {k_: 100.0 * v for k_, v in res.items()}, info
@@ -389,9 +401,8 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
                  for d, v in details.items() if "confidence" in v.get("cvdfs", {})}
     measured = {d: res["cvdfs"] for d, res in {**targets, **cross}.items() if "cvdfs" in res}
     trail = trail_calibration(targets, details)
-    few = f"few_shot_{_pct(FEW_SHOT_ESTIMATED)}pct"
-    few_predicted = {d: 100.0 * v[few]["cross_validated"]["quality"] for d, v in details.items()
-                     if (v.get(few) or {}).get("cross_validated")}
+    few = {d: v["few_shot_advised"] for d, v in details.items() if (v.get("few_shot_advised") or {}).get("cross_validated")}
+    few_predicted = {d: 100.0 * v["cross_validated"]["quality"] for d, v in few.items()}
     return {
         "variants": variants, "devices": main, "cross_kind_devices": others, "holdout_by": holdout_by, "notes": notes,
         "families": {data.devices[i]: group[i] for i in idx} if holdout_by != "device" else {},
@@ -408,10 +419,11 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
             "targets": len([d for d in predicted if d in targets]),
             **({"trail": trail} if trail else {}),
         } if predicted else {},
-        "few_shot_calibration": {     # the few-shot model's quality cross-validated on its timed inputs
-            "budget": FEW_SHOT_ESTIMATED, "predicted": few_predicted,
-            "measured": {d: res[few] for d, res in {**targets, **cross}.items() if d in few_predicted},
-            "within_3_points": sum(abs(few_predicted[d] - targets[d][few]) <= 3.0 for d in few_predicted if d in targets),
+        "few_shot_calibration": {     # the few-shot model at the advised count, cross-validated on its timed inputs
+            "budget": FEW_SHOT_SHARE, "min_inputs": TREES_FROM, "inputs": {d: v["inputs"] for d, v in few.items()},
+            "predicted": few_predicted, "measured": {d: v["measured"] for d, v in few.items()},
+            "levels": {d: v["cross_validated"]["level"] for d, v in few.items()},
+            "within_3_points": sum(abs(few_predicted[d] - few[d]["measured"]) <= 3.0 for d in few_predicted if d in targets),
             "targets": len([d for d in few_predicted if d in targets]),
         } if few_predicted else {},
         "analysis": {
@@ -489,7 +501,8 @@ def format_splits(r: dict) -> str:
         v = r["summary"][n]
         per = "".join(f"{x:>9.2f}" for x in v["mean_per_split"])
         lines.append(f"{LABELS[n]:<{width}}{per}{v['mean']:>9.2f} ± {v['sd']:<4.2f}{v['worst']:>8.1f}")
-    for key, what in (("calibration", "zero-shot estimate"), ("few_shot_calibration", "few-shot 2%, cross-validated")):
+    for key, what in (("calibration", "zero-shot estimate"),
+                      ("few_shot_calibration", f"few-shot {few_shot_label()}, cross-validated")):
         cal = [c for c in r.get(key, []) if c]
         if cal:
             lines.append(f"\ncalibration ({what}), predicted within 3 points of measured: "
@@ -554,12 +567,17 @@ def format_evaluation(r: dict) -> str:
     few = r.get("few_shot_calibration")
     if few:
         pred = [few["predicted"].get(d, float("nan")) for d in devs]
-        lines.append(f"\n{'predicted (few-shot ' + format(100 * few['budget'], 'g') + '%, CV)':<{width}}"
+        lines.append(f"\n{'predicted (few-shot ' + few_shot_label() + ', CV)':<{width}}"
                      + "".join(f"{v:>{col}.1f}" if np.isfinite(v) else f"{'—':>{col}}" for v in pred))
-        lines.append(f"few-shot at {100 * few['budget']:g}%, cross-validated on its timed inputs (each chosen for by "
-                     f"the same learner fitted without it): within 3 points of measured on {few['within_3_points']} of "
-                     f"{few['targets']} targets" + ("" if all(np.isfinite(pred)) else
-                                                    f"; —: fewer than {TREES_FROM} inputs timed, no figure"))
+        lines.append(f"few-shot at the advised count ({few_shot_label()} of the training inputs), cross-validated on "
+                     f"its timed inputs (each chosen for by the same learner fitted without it), against its measured "
+                     f"quality: within 3 points on {few['within_3_points']} of {few['targets']} targets"
+                     + ("" if all(np.isfinite(pred)) else f"; —: fewer than {TREES_FROM} inputs timed, no figure"))
+        for level, why in (("uncertain", "too few inputs to vouch for 90%"), ("low", "below 90%")):
+            named = [d for d in devs if few.get("levels", {}).get(d) == level]
+            if named:
+                lines.append(f"  few-shot estimate '{level}' ({why}: time more, as tune_from_source advises) on: "
+                             + ", ".join(named))
     secs = [v["cvdfs"]["seconds"] for v in r["details"].values() if "cvdfs" in v]
     if secs:
         lines.append(f"\nCV-DFS wall time per target: mean {np.mean(secs):.1f} s, max {np.max(secs):.1f} s")
