@@ -569,7 +569,8 @@ def format_evaluation(r: dict) -> str:
         pred = [few["predicted"].get(d, float("nan")) for d in devs]
         lines.append(f"\n{'predicted (few-shot ' + few_shot_label() + ', CV)':<{width}}"
                      + "".join(f"{v:>{col}.1f}" if np.isfinite(v) else f"{'—':>{col}}" for v in pred))
-        lines.append(f"few-shot at the advised count ({few_shot_label()} of the training inputs), cross-validated on "
+        lines.append(f"few-shot at the advised count ({100 * FEW_SHOT_SHARE:g}% of the training inputs, at least "
+                     f"{TREES_FROM}), cross-validated on "
                      f"its timed inputs (each chosen for by the same learner fitted without it), against its measured "
                      f"quality: within 3 points on {few['within_3_points']} of {few['targets']} targets"
                      + ("" if all(np.isfinite(pred)) else f"; —: fewer than {TREES_FROM} inputs timed, no figure"))
