@@ -144,7 +144,11 @@ def cmd_bundle_show(args):
 def _model_file(path: str):
     """``(device, model)`` from a file written by ``nitro tune-from-source -o``."""
     from .model import SelectorModel, transfer_origin
-    raw = Path(path).read_bytes()
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no model file {path} (nitro tune-from-source NAME --target DEVICE -o FILE "
+                                "writes one)") from None
     if raw[:2] == b"\x1f\x8b":
         raise ValueError(f"{path} is gzipped: a model file from tune-from-source -o is plain JSON "
                          "(a bundle goes to --bundle)")

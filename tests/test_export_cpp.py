@@ -316,6 +316,9 @@ def test_cli_takes_a_model_file_written_by_tune_from_source(bundle, tmp_path, ca
     assert main(["export-cpp", "my-solver-from-a-file", "--model", str(path), "--bundle", str(path),
                  "-o", str(out)]) == 2
     assert "give one or the other" in capsys.readouterr().err
+    assert main(["export-cpp", "my-solver-from-a-file", "--model", str(tmp_path / "new_gpu.json"),
+                 "-o", str(out)]) == 2
+    assert f"no model file {tmp_path / 'new_gpu.json'} (nitro tune-from-source" in capsys.readouterr().err
 
 
 CPU_DRIVER = r"""
