@@ -189,7 +189,9 @@ def _load(store: Store, name: str, variants, features, sources, target, target_f
     if target in sources:
         raise ValueError(f"{name}: the target {target!r} cannot also be a source")
     if not sources:
-        raise ValueError(f"{name}: no source device has training rows in the store")
+        only = f" but the target {target!r} itself" if target in recorded else ""
+        raise ValueError(f"{name}: no source device has training rows in the store{only}: a source is another "
+                         "device (tune() on it, or bring its rows in with nitro store import)")
     records = {**{s: store.device(s) for s in sources},
                target: target_record}
     rows = {s: store.rows(name, s) for s in progress_bar(sources, desc="reading rows", unit="source", enabled=progress)}

@@ -33,6 +33,17 @@ def test_transferred_model_round_trips_through_the_store(store):
     assert reordered.variants == VARIANTS[::-1] and reordered.predict(X) == model.predict(X)
 
 
+def test_a_store_whose_only_rows_are_the_targets_says_a_source_is_another_device(store):
+    m = planted()
+    store.declare("toy", VARIANTS, ["size", "skew"])
+    t = m.for_device("dev0")
+    store.put_rows("toy", "dev0", [TrainingRow(i, m.inputs.loc[i].to_dict(), t.loc[i].to_dict()) for i in t.index])
+    with pytest.raises(ValueError, match="no source device has training rows in the store but the target 'dev0' "
+                                         "itself: a source is another device"):
+        tune_from_source(store, "toy", VARIANTS, ["size", "skew"], target="dev0",
+                         target_features={"cache_kb": 500.0}, progress=False)
+
+
 def test_cv_dfs_runs_by_default_wherever_three_or_more_sources_allow_it(store):
     """The default model is the CV-DFS ensemble ``nitro evaluate`` reports; with two sources
     (CV-DFS needs three) it is built on every device feature and says why, without an error."""
