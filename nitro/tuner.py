@@ -93,12 +93,25 @@ def _under_constraints(cv: CodeVariant, row: TrainingRow) -> TrainingRow | None:
                        {**row.failed, **dict.fromkeys(out, EXCLUDED)})
 
 
+def _caught_by_fallback(cv: CodeVariant, reason: str) -> bool:
+    """Whether a recorded failure (``"raised Name: ..."``) is an exception of the code variant's
+    ``fallback_on`` types or their subclasses, which dispatch answers by running the default."""
+    names, todo = set(), list(cv.fallback_on)
+    while todo:
+        t = todo.pop()
+        names.add(t.__name__)
+        todo += t.__subclasses__()
+    return any(reason.startswith(f"raised {n}:") for n in names)
+
+
 def _warn_if_wrong_variants_are_chosen(cv: CodeVariant, rows: Sequence[TrainingRow], model: SelectorModel) -> None:
     """Warn where a variant failed on some training inputs (a wrong result, an exception, a
     crash, a time-out) and the model still chooses it on training inputs: a failed variant is
     never labelled best where it failed, but nothing stops the model from choosing it on inputs
-    like those (a constraint does, or ``fallback_on`` for an exception)."""
-    failed = {v: [r for r in rows if r.failed.get(v) and r.failed[v] not in NOT_FAILURES] for v in cv.variant_names}
+    like those (a constraint does, or ``fallback_on`` for an exception: such failures of a variant
+    other than the default are not warned of, as dispatch runs the default after them)."""
+    failed = {v: [r for r in rows if r.failed.get(v) and r.failed[v] not in NOT_FAILURES
+                  and not (v != cv.default and _caught_by_fallback(cv, r.failed[v]))] for v in cv.variant_names}
     failed = {v: bad for v, bad in failed.items() if bad}
     if not failed:
         return

@@ -194,6 +194,30 @@ def test_a_variant_wrong_on_some_inputs_yet_chosen_is_warned_of():
         warnings.simplefilter("error", UserWarning)
         tuner.tune([cv])
 
+    class TooBig(MemoryError):      # a subclass of the type fallback_on names
+        pass
+
+    def risky_sub(x):
+        if x % 3 == 0:
+            raise TooBig("too big")
+        return x + 1
+
+    for v, default in ((risky, "careful"), (risky_sub, "careful")):   # dispatch runs careful after risky raises
+        caught = code_variant("caughtsome", [v, careful], {"x": lambda x: float(x)}, reference=lambda x: x + 1,
+                              default=default, fallback_on=(MemoryError,))
+        t3 = autotuner("caughtsome", policy=FAST, progress=False)
+        t3.set_training_args([float(i) for i in range(1, 25)])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)
+            t3.tune([caught])
+        assert sum(r.failed.get(v.__name__, "").startswith("raised ") for r in t3.training_rows["caughtsome"]) == 8
+    own_default = code_variant("defaultsome", [risky, careful], {"x": lambda x: float(x)},
+                               reference=lambda x: x + 1, default="risky", fallback_on=(MemoryError,))
+    with pytest.warns(UserWarning, match=r"variant 'risky' failed on 8 of 24 training inputs"):
+        t4 = autotuner("defaultsome", policy=FAST, progress=False)     # the default has nothing to fall back to
+        t4.set_training_args([float(i) for i in range(1, 25)])
+        t4.tune([own_default])
+
 
 @pytest.mark.parametrize("learner", ["tree", "regression", "threshold"])
 def test_active_learning_works_with_the_time_learners_too(learner):
