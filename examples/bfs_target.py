@@ -14,7 +14,7 @@ from nitro.benchmarks import bfs
 
 search = bfs.make_code_variant("bfs")
 search.profiling_based_dfs = False       # True once variant and proxy profiles are recorded
-search.search_based_dfs = True           # CV-DFS (the default with three or more sources; False: every device feature)
+search.search_based_dfs = None           # None: CV-DFS from 3 sources on, else every device feature (True insists)
 
 tuner = autotuner("bfs")
 [model] = tuner.tune_from_source([search])

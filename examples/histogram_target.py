@@ -10,7 +10,7 @@ from nitro.benchmarks import histogram
 
 hist = histogram.make_code_variant("histogram")
 hist.profiling_based_dfs = False         # True once variant and proxy profiles are recorded
-hist.search_based_dfs = True             # CV-DFS (the default with three or more sources; False: every device feature)
+hist.search_based_dfs = None             # None: CV-DFS from 3 sources on, else every device feature (True insists)
 
 tuner = autotuner("histogram")
 [model] = tuner.tune_from_source([hist])

@@ -12,7 +12,7 @@ from nitro.benchmarks import solver
 
 solve = solver.make_code_variant("solver")
 solve.profiling_based_dfs = False        # True once variant and proxy profiles are recorded
-solve.search_based_dfs = True            # CV-DFS (the default with three or more sources; False: every device feature)
+solve.search_based_dfs = None            # None: CV-DFS from 3 sources on, else every device feature (True insists)
 
 tuner = autotuner("solver")
 [model] = tuner.tune_from_source([solve])

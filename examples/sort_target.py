@@ -10,7 +10,7 @@ from nitro.benchmarks import sort
 
 sorter = sort.make_code_variant("sort")
 sorter.profiling_based_dfs = False       # True once variant and proxy profiles are recorded
-sorter.search_based_dfs = True           # CV-DFS (the default with three or more sources; False: every device feature)
+sorter.search_based_dfs = None           # None: CV-DFS from 3 sources on, else every device feature (True insists)
 
 tuner = autotuner("sort")
 [model] = tuner.tune_from_source([sorter])

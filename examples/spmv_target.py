@@ -11,7 +11,7 @@ from nitro.benchmarks import spmv
 
 spmv_cv = spmv.make_code_variant("spmv")
 spmv_cv.profiling_based_dfs = False       # True once variant and proxy profiles are recorded
-spmv_cv.search_based_dfs = True           # CV-DFS (the default with three or more sources; False: every device feature)
+spmv_cv.search_based_dfs = None           # None: CV-DFS from 3 sources on, else every device feature (True insists)
 
 tuner = autotuner("spmv")
 [model] = tuner.tune_from_source([spmv_cv])

@@ -10,7 +10,7 @@ from nitro.benchmarks import transpose
 
 tr = transpose.make_code_variant("transpose")
 tr.profiling_based_dfs = False           # True once variant and proxy profiles are recorded
-tr.search_based_dfs = True               # CV-DFS (the default with three or more sources; False: every device feature)
+tr.search_based_dfs = None               # None: CV-DFS from 3 sources on, else every device feature (True insists)
 
 tuner = autotuner("transpose")
 [model] = tuner.tune_from_source([tr])
