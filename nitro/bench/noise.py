@@ -184,12 +184,12 @@ def format_noise(r: dict) -> str:
     lines = [f"histogram tuned without and with a busy loop on the other core(s), {r['n_train']} training and "
              f"{r['n_test']} test images per draw ({r['machine']}; load average before "
              f"{r['load_average_before'][0]:.2f}, after {r['load_average_after'][0]:.2f})",
-             f"{'draw':<6}{'quiet %opt':>11}{'loaded %opt':>12}{'best fixed':>28}{'calls q/l':>16}"
+             f"{'draw':<6}{'quiet %opt':>11}{'loaded %opt':>12}{'best fixed':>29}{'calls q/l':>16}"
              f"{'undecided q/l':>15}{'labels agree':>14}"]
     for run in r["runs"]:
         q, lo, a = run["quiet"], run["loaded"], run["label_agreement"]
         lines.append(f"{run['seed']:<6}{q['percent_of_optimum']:>10.1f}%{lo['percent_of_optimum']:>11.1f}%"
-                     f"{run['best_fixed_variant']:>21} {run['best_fixed_percent']:>5.1f}%"
+                     f" {run['best_fixed_variant']:>21} {run['best_fixed_percent']:>5.1f}%"
                      f"{q['variant_calls']:>8}/{lo['variant_calls']:<7}"
                      f"{q['timing']['undecided']:>7}/{lo['timing']['undecided']:<7}"
                      f"{a['agree']:>7}/{a['n_inputs']}")

@@ -5,7 +5,7 @@ import time
 import numpy as np
 import pytest
 
-from nitro.bench.noise import CPULoad, label_agreement
+from nitro.bench.noise import CPULoad, format_noise, label_agreement
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -51,3 +51,19 @@ def test_label_agreement_can_take_the_clear_inputs_from_a_reference_timing():
     loaded = np.array([[2.0, 1.0], [1.0, 2.0]])
     reference = np.array([[1.0, 1.5], [1.0, 1.01]])   # the first input is the clear one here
     assert label_agreement(quiet, loaded, clear_by=reference) == {"n_inputs": 1, "agree": 0, "share": 0.0}
+
+
+def test_the_table_keeps_the_longest_variant_name_apart_from_the_loaded_figure():
+    """A 21-letter best fixed variant ran into the loaded %opt column ("83.8%shared_atomic_dynamic")."""
+    timing = {"undecided": 1}
+    run = {"seed": 0, "quiet": {"percent_of_optimum": 59.9, "variant_calls": 633, "timing": timing},
+           "loaded": {"percent_of_optimum": 83.8, "variant_calls": 613, "timing": timing},
+           "best_fixed_variant": "shared_atomic_dynamic", "best_fixed_percent": 83.8,
+           "label_agreement": {"agree": 6, "n_inputs": 8}}
+    r = {"n_train": 8, "n_test": 8, "machine": "vm", "load_average_before": (1.0,), "load_average_after": (1.0,),
+         "runs": [run], "label_agreement": 0.75, "loaded_draws_at_95_and_not_below_best_fixed": 0, "repeats": 1,
+         "lead": 0.05, "quiet_calls_ratio_to_no_retiming": 0.9,
+         "reference": {"n_inputs": 8, "labels_agree": 0.75, "quiet_right": 0.75, "loaded_right": 0.875}}
+    header, row = format_noise(r).splitlines()[1:3]
+    assert "83.8% shared_atomic_dynamic" in row
+    assert header.index("best fixed") + len("best fixed") == row.rindex(" 83.8%") + len(" 83.8%")   # one column
