@@ -606,7 +606,7 @@ def _split(text):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="nitro", description=__doc__.strip() + " Variant tuning across architectures.")
+    parser = argparse.ArgumentParser(prog="nitro", description="The nitro command line: variant tuning across architectures.")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--store", default=None, help="Redis URL (default: $NITRO_STORE, else the embedded store)")
     common.add_argument("--json", action="store_true", help="print JSON instead of a table")
