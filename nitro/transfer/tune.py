@@ -431,7 +431,7 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
     if learner is not None:
         if target_budget is not None:
             raise ValueError("target_budget corrects the default Kronecker KRR model; it cannot be combined with learner=")
-        return _fit_learner(store, name, learner, data, prep, t, used, features, provenance)
+        return _fit_learner(store, name, learner, data, prep, t, used, features, provenance, save)
     cols = [[data.device_features.index(f) for f in s] for s in subsets]
     scores, beta, mu = transfer_scores(prep, t, cols, inputs=prep.train)
     held_out = result.held_out if sdfs else held_out_results(prep, [tuple(c) for c in cols], groups=groups, n_jobs=n_jobs)
@@ -448,8 +448,21 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
     if target_budget is not None:
         model = _few_shot(store, name, prep, t, target_budget, measure_target, measurable, model, scores)
     if save:
-        store.put_model(name, target, model.to_dict())
+        _store_model(store, name, target, model)
     return model
+
+
+def _store_model(store: Store, name: str, target: str, model: SelectorModel) -> None:
+    """Store ``model`` for ``target``, saying so where it replaces the model ``tune()`` trained on the
+    target's own rows (transfer answers a device without them; the rows stay, so tune() brings
+    that model back)."""
+    stored = (store.model(name, target) or {}).get("provenance") or {}
+    if stored.get("method") == "on-device" and stored.get("device") == target:
+        warnings.warn(f"{name}: the model tune() trained on {target} from {stored.get('n_inputs', '?')} of its own "
+                      "inputs is replaced by this transferred one; its rows stay in the store, so tune() there brings "
+                      "it back (save=False in Python, or --output FILE on the command line, leaves the stored model "
+                      "as it is)", stacklevel=4)
+    store.put_model(name, target, model.to_dict())
 
 
 def _learner_check(est, prep, t: int, cols: list[int]) -> dict:
@@ -548,7 +561,7 @@ def _few_shot(store, name, prep, t, budget, measure_target, measurable, zero_sho
     return model
 
 
-def _fit_learner(store, name, learner, data, prep, t, used, features, provenance) -> SelectorModel:
+def _fit_learner(store, name, learner, data, prep, t, used, features, provenance, save=True) -> SelectorModel:
     from ..learn import fit_selector, make_selector
     learner = make_selector(learner) if isinstance(learner, str) else learner
     cols = [data.device_features.index(f) for f in used]
@@ -562,5 +575,6 @@ def _fit_learner(store, name, learner, data, prep, t, used, features, provenance
                       learner_check=check)
     model = SelectorModel.from_estimator(est, list(features), device_features=target_values,
                                          variants=list(data.variants), provenance=provenance)
-    store.put_model(name, data.devices[t], model.to_dict())
+    if save:
+        _store_model(store, name, data.devices[t], model)
     return model

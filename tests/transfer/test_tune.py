@@ -282,8 +282,10 @@ def test_a_target_of_unknown_kind_beside_sources_of_two_kinds_is_warned_about(st
     with pytest.warns(UserWarning, match=r"the kind of 'edge_box' is unknown, so sources of every kind are used "
                                          r"\(cpu: 3, gpu: 4\)"):
         tune_from_source(store, "toy", VARIANTS, ["size", "skew"], target_features=given, **kw)
+    from nitro.transfer.confidence import TransferEstimateWarning
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        warnings.simplefilter("ignore", TransferEstimateWarning)    # three sources: the estimate may be low
         model = tune_from_source(store, "toy", VARIANTS, ["size", "skew"],
                                  target_features={**given, "kind": "cpu"}, **kw)
     assert model.provenance["sources"] == m.device_ids[4:]
@@ -488,3 +490,27 @@ def test_sources_that_timed_different_inputs_have_their_rows_filled_in_and_say_s
     assert model.provenance["confidence"]["held_out_quality"] > 0.9       # scored on rows each source timed
     two = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], sources=["dev1", "dev4"], **kw)
     assert "rows_filled_in" not in two.provenance and two.provenance["n_training_rows"] == 2 * 120
+
+
+def test_a_model_tune_trained_on_the_target_is_not_replaced_in_silence(store):
+    """A user who had tuned on this machine and then ran tune_from_source for it lost the model
+    trained on the machine's own rows without a word; now a warning says so and how to get it
+    back. ``save=False`` leaves it as it is, with the learner too (before, that path stored anyway)."""
+    from nitro.transfer.confidence import TransferEstimateWarning
+    record_planted(store)
+    kw = dict(sources=[f"dev{i}" for i in range(1, 7)], target="dev0", max_subset_size=1, progress=False)
+    own = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], save=False, **kw).to_dict()
+    own["provenance"] = {"method": "on-device", "device": "dev0", "n_inputs": 40}
+    store.put_model("toy", "dev0", own)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TransferEstimateWarning)
+        tune_from_source(store, "toy", VARIANTS, ["size", "skew"], save=False, learner="svm", **kw)
+        assert store.model("toy", "dev0")["provenance"]["method"] == "on-device"      # not stored: save=False
+        with pytest.warns(UserWarning, match=r"toy: the model tune\(\) trained on dev0 from 40 of its own inputs is "
+                                             r"replaced by this transferred one; its rows stay"):
+            tune_from_source(store, "toy", VARIANTS, ["size", "skew"], **kw)
+        with warnings.catch_warnings(record=True) as again:       # a transferred model replaced: nothing to say
+            warnings.simplefilter("always")
+            tune_from_source(store, "toy", VARIANTS, ["size", "skew"], **kw)
+    assert store.model("toy", "dev0")["provenance"]["method"] != "on-device"
+    assert not [w for w in again if "trained on dev0" in str(w.message)]
