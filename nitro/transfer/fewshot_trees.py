@@ -18,9 +18,10 @@ Refining mode refits the same way (:class:`TreesRefit`) from rows that productio
 each with only some variants: a row teaches only the variants it ran (a zero weight for the
 others), and rows with fewer than two are left out.
 
-Each source contributes at most ``MAX_SOURCE_INPUTS`` training inputs (a random sample beyond):
-the trees' fit then costs the same at 10⁵ inputs as at 10⁴, and the few target rows keep
-their weight of one source.
+Each source contributes at most ``MAX_SOURCE_INPUTS`` training inputs, and all of them together
+at most ``MAX_SOURCE_ROWS`` rows (the same random sample of inputs on every source,
+:func:`source_inputs`): the trees' fit then costs the same at 10⁵ inputs as at 10⁴ and does not
+grow with the number of sources, and the target's rows, all kept, keep their weight of one source.
 """
 from __future__ import annotations
 
@@ -31,6 +32,12 @@ from ..model import SelectorModel
 from .data import TransferData, concatenate, stack_times
 
 MAX_SOURCE_INPUTS = 4000
+# Rows over all sources: a fit costs ~1.3 s + 0.06 s per 1,000 rows (one core, 5 variants). On a
+# synthetic table of 12 devices x 10,000 inputs (11 sources; `benchmarks/README.md`, "Training at
+# scale") 2,000 inputs per source instead of 4,000 moved few-shot quality by -0.04 / -0.13 / -0.06
+# points at 1 / 2 / 5% (1,500: up to -0.19) and took 0.63x the time. The SpMV data (7 sources x
+# 1,069 inputs) stays below it.
+MAX_SOURCE_ROWS = 22_000
 # Trees per variant and their step: 100 at 0.2 dispatch as fast as the 200 shared trees of one
 # booster over all variants (~8 us on SpMV's 4 variants); 200 at 0.1 scored 0.0-0.3 points
 # higher on the SpMV data but took 18 us.
@@ -51,8 +58,7 @@ def fit_few_shot_trees(data: TransferData, sources: list[int], train: np.ndarray
     variants ran are left out: one time alone says nothing about which variant is faster.
     ``max_iter``, ``learning_rate``: trees per variant and their step (default ``MAX_ITER``,
     ``LEARNING_RATE``)."""
-    if len(train) > MAX_SOURCE_INPUTS:
-        train = np.sort(np.random.default_rng(random_state).choice(train, MAX_SOURCE_INPUTS, replace=False))
+    train = source_inputs(train, len(sources), random_state)
     X, times = stack_times(data, sources, train, features)
     target_times = np.asarray(target_times, dtype=np.float64)
     ran = np.ones(target_times.shape, dtype=bool) if ran is None else np.asarray(ran, dtype=bool)
@@ -67,6 +73,19 @@ def fit_few_shot_trees(data: TransferData, sources: list[int], train: np.ndarray
     est = RegressionSelector(per_variant=True, max_iter=max_iter or MAX_ITER,
                              learning_rate=learning_rate or LEARNING_RATE, random_state=random_state)
     return est.fit(np.vstack([X, Xt]), np.vstack([times, target_times[ok]]), sample_weight=w)
+
+
+def source_inputs(train: np.ndarray, n_sources: int, random_state: int = 0) -> np.ndarray:
+    """The training inputs whose rows the trees learn from on each of ``n_sources`` sources:
+    all of ``train``, or beyond ``min(MAX_SOURCE_INPUTS, MAX_SOURCE_ROWS // n_sources)`` a sorted
+    random sample of that many (the same on every source, so the trees compare devices on it)."""
+    if n_sources < 1:
+        raise ValueError(f"few-shot trees need at least one source, got {n_sources}")
+    bound = max(1, min(MAX_SOURCE_INPUTS, MAX_SOURCE_ROWS // n_sources))
+    train = np.asarray(train)
+    if len(train) <= bound:
+        return train
+    return np.sort(np.random.default_rng(random_state).choice(train, bound, replace=False))
 
 
 class TreesRefit:
