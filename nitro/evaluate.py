@@ -265,7 +265,8 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
              time_weight: float = TIME_WEIGHT, targets=None) -> dict:
     """Evaluate every method with each device of the main group as the target (see module doc);
     ``targets``: only these devices (every other device still a source), since the cost grows
-    with targets × sources (an hour for 12 devices × 20,000 inputs on 2 cores).
+    with targets × sources (about a minute per target at 12 devices × 10,000 inputs on 2 cores, after
+    a fixed 2 minutes of on-device SVMs).
     Methods named after selectors (``svm``, ``regression``, ... in :data:`nitro.learn.SELECTORS`)
     are compared side by side on- and cross-device (:mod:`nitro.comparison`). ``time_weight``:
     the kernel models' weighting of the training inputs by their time (:func:`nitro.learn.kron.time_weights`)."""
