@@ -73,17 +73,24 @@ LABELS = {
 }
 
 
-def _groups(m: Measurements, devices: list[str]) -> tuple[list[str], list[str]]:
+def _groups(m: Measurements, devices: list[str], targets=None) -> tuple[list[str], list[str]]:
+    """The devices of the largest ``kind`` (the targets and their sources) and the others
+    (cross-kind targets). Where two kinds are as large, the kind of the named ``targets``
+    decides, when they name devices of one of those kinds only."""
     if "kind" not in m.devices.columns:
         return devices, []
     kinds = m.devices.reindex(devices)["kind"].fillna("unknown")
     counts = kinds.value_counts()
-    if len(counts) > 1 and counts.iloc[0] == counts.iloc[1]:
-        shares = ", ".join(f"{k}: {n}" for k, n in counts.items())
-        raise ValueError(f"devices.csv column 'kind' splits the devices evenly ({shares}): the targets are the "
-                         "devices of the largest kind; name them with --devices (and their cross-kind targets), "
-                         "or drop the column")
     main = counts.index[0]
+    if len(counts) > 1 and counts.iloc[0] == counts.iloc[1]:
+        largest = set(counts.index[counts == counts.iloc[0]])
+        named = {kinds[d] for d in targets or () if d in kinds.index} & largest
+        if len(named) != 1:
+            shares = ", ".join(f"{k}: {n}" for k, n in counts.items())
+            raise ValueError(f"devices.csv column 'kind' splits the devices evenly ({shares}): the targets are the "
+                             "devices of the largest kind; name targets of one kind with --targets, or the devices "
+                             "with --devices (and their cross-kind targets), or drop the column")
+        main = named.pop()
     return [d for d in devices if kinds[d] == main], [d for d in devices if kinds[d] != main]
 
 
@@ -150,7 +157,7 @@ def only_targets(data: TransferData, evaluated: list[int], others: list[str], ma
     return [t for t in evaluated if data.devices[t] in targets], [o for o in others if o in targets]
 
 
-def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, seed: int = 0):
+def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, seed: int = 0, targets=None):
     """The evaluation's data and split: ``(data, main, others, train, test, notes)`` with
     ``main`` the device indices of the largest kind, ``others`` the cross-kind device ids,
     training/test input indices drawn by ``seed`` among inputs complete on every main device
@@ -158,7 +165,8 @@ def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, 
     of them: devices that timed different inputs, each scored on its own), and ``notes`` on
     what was left out and why (reading's notes first). A device without
     features (no row in ``devices.csv``) is left out; so is a cross-kind device that never
-    timed one of the kept variants (its choices could not be scored)."""
+    timed one of the kept variants (its choices could not be scored). ``targets`` (device names)
+    decides the largest kind where two kinds are as large."""
     notes, table = list(m.notes), m.devices      # table: every device, those left out too
     if not m.device_ids:
         raise ValueError("no device has a measurement with a valid time (a finite, positive time_s)"
@@ -176,7 +184,7 @@ def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, 
     if featureless:
         notes.append(f"left out {', '.join(featureless)}: measured, but no device features in devices.csv")
         devices = [d for d in devices if d not in featureless]
-    main, others = _groups(m, devices)
+    main, others = _groups(m, devices, targets)
     if len(main) < 4:
         apart = f" (devices.csv's 'kind' sets apart {', '.join(others)}; --devices names the ones to use)" if others else ""
         unmeasured = [d for d in m.devices.index if d not in m.device_ids]
@@ -279,7 +287,7 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
     selectors = [n for n in methods if n in SELECTORS and n not in METHODS]
     methods = [n for n in methods if n in METHODS]
     family = holdout_families(m, holdout_by)
-    data, idx, others, train, test, notes = split(m, variants, devices, test_size, seed)
+    data, idx, others, train, test, notes = split(m, variants, devices, test_size, seed, targets)
     main, variants = [data.devices[i] for i in idx], data.variants
     group, evaluated, skipped = holdout_targets(data, idx, family, holdout_by)
     notes += skipped

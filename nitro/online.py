@@ -179,7 +179,8 @@ def evaluate_online(m: Measurements, variants=None, devices=None, test_size: flo
     time_weight = check_time_weight(time_weight)
     started = time.perf_counter()
     family = holdout_families(m, holdout_by)
-    data, idx, others, train, test, notes = split(m, variants=variants, devices=devices, test_size=test_size, seed=seed)
+    data, idx, others, train, test, notes = split(m, variants=variants, devices=devices, test_size=test_size, seed=seed,
+                                                       targets=targets)
     group, evaluated, skipped = holdout_targets(data, idx, family, holdout_by)
     evaluated, others = only_targets(data, evaluated, others, [data.devices[i] for i in idx], targets)
     notes += skipped

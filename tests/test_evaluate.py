@@ -224,6 +224,27 @@ def test_what_the_split_leaves_out_is_said_and_never_scored_as_a_failure(family_
 
 
 
+def test_targets_of_one_kind_decide_between_kinds_tied_in_number(family_measurements):
+    """Four GPUs and four CPUs: without targets the largest kind is ambiguous (an error naming
+    --targets); targets of one kind make that kind the main group, the other kind cross-kind."""
+    m, _ = family_measurements()
+    copies = m.times.loc[["dev0", "dev1"]].rename(index={"dev0": "dev6", "dev1": "dev7"})
+    times = pd.concat([m.times, copies])
+    devices = pd.concat([m.devices, pd.DataFrame({"cores": [14.0, 60.0], "arch": ["old", "mid"]},
+                                                 index=["dev6", "dev7"])])
+    devices["kind"] = ["gpu"] * 4 + ["cpu"] * 4
+    tied = Measurements(times, m.inputs, devices)
+    with pytest.raises(ValueError, match="splits the devices evenly .*--targets"):
+        split(tied)
+    with pytest.raises(ValueError, match="splits the devices evenly"):
+        split(tied, targets=["dev1", "dev5"])
+    data, idx, others, *_ = split(tied, targets=["dev5"])
+    assert sorted(data.devices[i] for i in idx) == ["dev4", "dev5", "dev6", "dev7"]
+    assert others == ["dev0", "dev1", "dev2", "dev3"]
+    result = evaluate(tied, methods=["random"], targets=["dev5"])
+    assert list(result["targets"]) == ["dev5"]
+
+
 def test_full_set_svm_leaves_out_a_device_feature_constant_over_the_sources():
     """Held out by family, the new family alone has another ``smem`` (the sources 48 or 49 KB):
     the sources cannot show its effect, and the baseline must not read it as a distance from
