@@ -41,7 +41,7 @@ from .transfer.coverage import untimed_variants
 from .transfer.data import TransferData
 from .transfer.fewshot import pick_inputs
 from .transfer.fewshot_model import (TREES_FROM, cross_validated_score, cross_validation_folds, fit_few_shot,
-                                     fold_choices)
+                                     fold_choices, sources_wrong_choice_loss)
 from .transfer.fit import export_model, transfer_scores
 from .transfer.prepare import COMMON_SHARE, Prepared
 
@@ -49,11 +49,6 @@ METHODS = ["random", "majority", "full_set_svm", "full_set", "cvdfs_frequency", 
            "best_source_hindsight", "trained_on_target"]
 FEW_SHOT_BUDGETS = (0.005, 0.01, 0.02, 0.05, 0.1)   # fractions of the training inputs timed on the target
 MIN_INPUTS = 20         # inputs an evaluation needs
-
-
-def few_shot_label() -> str:
-    """The advised few-shot count in words: its share of the training inputs and its floor."""
-    return f"{100 * FEW_SHOT_SHARE:g}%, at least {TREES_FROM}"
 
 
 def _pct(b: float) -> str:
@@ -336,6 +331,7 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
             pick["full_set_svm"] = full_set_svm_choices(data, sources, train, t, test_t)
         if {"full_set", "cvdfs", "cvdfs_frequency", "few_shot"} & set(methods):
             prep = Prepared.build(data, sources, train, extra_devices=[t], time_weight=time_weight)
+            loss = sources_wrong_choice_loss(data.times[np.ix_(sources, train)])   # sizes the advised few-shot count
             scores, _, _ = transfer_scores(prep, t, [prep.features], inputs=test_t)
             if "full_set" in methods:
                 pick["full_set"] = scores.argmax(axis=1)
@@ -356,13 +352,15 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
                                   "frequencies": r.frequencies, "held_out": r.held_out,
                                   "confidence": estimate_quality(scores, r.held_out, prep.D[:, prep.features],
                                                                  sources, t, data.devices,
-                                                                 new_family=inner is not None)}
+                                                                 new_family=inner is not None,
+                                                                 wrong_choice_loss=loss)}
             if "few_shot" in methods:   # a few of the target's inputs: the ensemble corrected, or trees
                 feats = prep.features
                 pool = train[np.isfinite(data.times[t, train]).all(axis=1)]    # what the target can be asked
                 picks = {b: pool[pick_inputs(prep.X[pool], max(1, round(b * len(pool))))] for b in FEW_SHOT_BUDGETS}
-                # the count a low estimate advises (2%, at least 6) is also cross-validated, as a user gets it
-                advised = min(few_shot_count(len(pool)), len(pool))
+                # the count a low estimate advises (2%, at least 6, and enough to vouch for 90% if all go
+                # right) is also cross-validated, as a user gets it
+                advised = min(few_shot_count(len(pool), loss), len(pool))
                 same = next((b for b in FEW_SHOT_BUDGETS if len(picks[b]) == advised), None)
                 est = picks[same] if same is not None else pool[pick_inputs(prep.X[pool], advised)]
                 X_est, T_est = data.X[est], data.times[t, est]
@@ -380,7 +378,8 @@ def evaluate(m: Measurements, variants=None, devices=None, test_size: float = 0.
                 if estimate is not None:
                     estimate.update(few_shot_verdict(estimate, int(ok.sum())))
                 chosen = fits[list(picks).index(same)] if same is not None else fits[-1]
-                info["few_shot_advised"] = {"inputs": int(len(est)), "cross_validated": estimate,
+                info["few_shot_advised"] = {"inputs": int(len(est)), "sources_wrong_choice_loss": loss,
+                                            "cross_validated": estimate,
                                             "measured": 100.0 * fraction_of_optimum(times, chosen)}
         for name, choice in pick.items():
             res[name] = fraction_of_optimum(times, choice)
@@ -511,7 +510,7 @@ def format_splits(r: dict) -> str:
         per = "".join(f"{x:>9.2f}" for x in v["mean_per_split"])
         lines.append(f"{LABELS[n]:<{width}}{per}{v['mean']:>9.2f} ± {v['sd']:<4.2f}{v['worst']:>8.1f}")
     for key, what in (("calibration", "zero-shot estimate"),
-                      ("few_shot_calibration", f"few-shot {few_shot_label()}, cross-validated")):
+                      ("few_shot_calibration", "few-shot at the advised count, cross-validated")):
         cal = [c for c in r.get(key, []) if c]
         if cal:
             lines.append(f"\ncalibration ({what}), predicted within 3 points of measured: "
@@ -576,10 +575,12 @@ def format_evaluation(r: dict) -> str:
     few = r.get("few_shot_calibration")
     if few:
         pred = [few["predicted"].get(d, float("nan")) for d in devs]
-        lines.append(f"\n{'predicted (few-shot ' + few_shot_label() + ', CV)':<{width}}"
+        lines.append(f"\n{'predicted (few-shot advised, CV)':<{width}}"
                      + "".join(f"{v:>{col}.1f}" if np.isfinite(v) else f"{'—':>{col}}" for v in pred))
+        counts = sorted(set(few.get("inputs", {}).values()))
         lines.append(f"few-shot at the advised count ({100 * FEW_SHOT_SHARE:g}% of the training inputs, at least "
-                     f"{TREES_FROM}), cross-validated on "
+                     f"{TREES_FROM}, and as many as could vouch for 90% where a wrong choice costs what it costs the "
+                     f"sources: {', '.join(map(str, counts))} inputs here), cross-validated on "
                      f"its timed inputs (each chosen for by the same learner fitted without it), against its measured "
                      f"quality: within 3 points on {few['within_3_points']} of {few['targets']} targets"
                      + ("" if all(np.isfinite(pred)) else f"; —: fewer than {TREES_FROM} inputs timed, no figure"))

@@ -53,8 +53,7 @@ def plot_evaluation(result: dict, directory) -> list[str]:
         series.append(("CV-DFS zero-shot: its estimate, before the target runs anything", result["calibration"]))
     few = result.get("few_shot_calibration")
     if few:
-        series.append((f"few-shot {100 * few['budget']:g}%, at least {few.get('min_inputs', 1)}: cross-validated "
-                       "on its timed inputs", few))
+        series.append(("few-shot at the advised count: cross-validated on its timed inputs", few))
     if series:
         fig, ax = plt.subplots(figsize=(5.5, 5.5))
         points = [(label, [(d, c["predicted"][d], c["measured"][d]) for d in c["predicted"] if d in c["measured"]])

@@ -77,11 +77,14 @@ def nearest_distances(D: np.ndarray, sources: list[int], target: int) -> tuple[f
 
 
 def estimate_quality(scores: np.ndarray, held_out: dict[str, dict], D: np.ndarray, sources: list[int],
-                     target: int, device_names: list[str], new_family: bool = False) -> dict:
+                     target: int, device_names: list[str], new_family: bool = False,
+                     wrong_choice_loss: float = 0.0) -> dict:
     """The expected fraction of the optimum on the target (see the module docstring) from the
     model's ``scores`` (inputs × variants) on inputs of the target and CV-DFS's ``held_out``
     results (``{source: {"quality", "expected"}}``). ``new_family``: no source shares the
-    target's family, and ``held_out`` held each source out with its family."""
+    target's family, and ``held_out`` held each source out with its family. ``wrong_choice_loss``:
+    what a wrong choice costs on the sources (:func:`nitro.transfer.fewshot_model.sources_wrong_choice_loss`),
+    which sizes the few-shot count the advice names (:func:`few_shot_count`)."""
     own = float(np.clip(scores.max(axis=1), 0.0, 1.0).mean())
     qualities = [v["quality"] for v in held_out.values()]
     sources_q = float(np.mean(qualities)) if qualities else own
@@ -126,19 +129,21 @@ def estimate_quality(scores: np.ndarray, held_out: dict[str, dict], D: np.ndarra
         "outside_sources": bool(outside), "level": level, "low_because": low_because, "baselines": baselines,
         "may_trail": [name for name, b in baselines.items()
                       if b["model_ahead_on"] < b["held_out_sources"] or b["lead_lower"] < 0],
-        "advice": ("" if level == "high" else advice(n, check=level == "uncertain")),
+        "advice": ("" if level == "high" else advice(n, check=level == "uncertain", wrong_choice_loss=wrong_choice_loss)),
     }
 
 
-def advice(n_train: float, check: bool = False) -> str:
-    """What to do where the estimate is low, and what it costs: time a few inputs on the target,
-    2% of the ``n_train`` training inputs and at least :data:`TREES_FROM` (with fewer the few-shot
-    model only corrects the zero-shot one near the inputs timed), each running every variant, or
+def advice(n_train: float, check: bool = False, wrong_choice_loss: float = 0.0) -> str:
+    """What to do where the estimate is low, and what it costs: time a few inputs on the target
+    (:func:`few_shot_count` of the ``n_train`` training inputs), each running every variant, or
     refine in production, where a bounded share of calls explores. ``check``: the same, worded
     as a check where the estimate is "uncertain" (a family no source shares, among the sources)."""
     from ..refine.options import BUDGET, TIME_BUDGET
-    k = few_shot_count(n_train)
-    share = f"{100 * FEW_SHOT_SHARE:g}% of the {n_train:.0f} training inputs, " if n_train else ""
+    k = few_shot_count(n_train, wrong_choice_loss)
+    vouch = inputs_to_vouch_if_right(wrong_choice_loss)
+    share = (f"{100 * FEW_SHOT_SHARE:g}% of the {n_train:.0f} training inputs, " if n_train else "") + \
+        (f"and {vouch} for a figure to vouch for {100 * LOW:g}% where a wrong choice costs "
+         f"{100 * wrong_choice_loss:.0f}% as on the sources, " if vouch > TREES_FROM else "")
     head = ("a family no source shares may transfer as badly as a source's did: check it by timing "
             if check else "zero-shot is uncertain here: time ")
     return (f"{head}{k} inputs on the target (few-shot: "
@@ -151,9 +156,25 @@ def advice(n_train: float, check: bool = False) -> str:
             "outside the sources, few-shot first: refining learns only from the calls it explores")
 
 
-def few_shot_count(n_train: float) -> int:
-    """Inputs to time on the target that :func:`advice` names: 2% of ``n_train``, at least :data:`TREES_FROM`."""
-    return max(TREES_FROM, int(round(FEW_SHOT_SHARE * n_train)))
+def few_shot_count(n_train: float, wrong_choice_loss: float = 0.0) -> int:
+    """Inputs to time on the target that :func:`advice` names: 2% of ``n_train``, at least
+    :data:`TREES_FROM`, and at least the count whose cross-validated figure could vouch for
+    :data:`LOW` if every choice on them is right (:func:`inputs_to_vouch_if_right` for
+    ``wrong_choice_loss``, what a wrong choice costs): fewer would be called "uncertain" by
+    :func:`few_shot_verdict` however well they went. Never more than ``n_train`` (where known)."""
+    k = max(TREES_FROM, int(round(FEW_SHOT_SHARE * n_train)), inputs_to_vouch_if_right(wrong_choice_loss))
+    return min(k, int(n_train)) if n_train else k
+
+
+def inputs_to_vouch_if_right(wrong_choice_loss: float) -> int:
+    """The fewest timed inputs, all chosen right, whose rule-of-three floor
+    (:func:`unseen_error_rate` × ``wrong_choice_loss``) leaves :data:`LOW` within reach: 1 where a
+    wrong choice costs less than ``1 - LOW``. On the SpMV data (a wrong format costs the sources
+    31-32% of the optimum) 6-7, below 2% of its 1,069 training inputs; on nitro's CPU histogram 17
+    of 48, where 6 inputs had read 99.5 ± 0.5 and reached 87.1 on the Intel host (17: 92.4)."""
+    if wrong_choice_loss <= 1.0 - LOW:
+        return 1
+    return int(np.ceil(np.log(1.0 - FEW_SHOT_LEVEL) / np.log(1.0 - (1.0 - LOW) / wrong_choice_loss) - 1e-9))
 
 
 def few_shot_verdict(estimate: dict | None, n_timed: int) -> dict:

@@ -113,6 +113,18 @@ def cross_validated_score(target_times: np.ndarray, ok: np.ndarray, splits: list
             "wrong_choice_loss": wrong_choice_loss(ratio)}
 
 
+def sources_wrong_choice_loss(times: np.ndarray) -> float:
+    """:func:`wrong_choice_loss` on the sources, the cost of a wrong choice before the target has
+    timed anything: the mean over the sources (``times``: sources × inputs × variants) of each
+    one's loss on the inputs where some variant ran; 0 where none did."""
+    losses = []
+    for t in np.asarray(times, dtype=np.float64):
+        ran = (np.isfinite(t) & (t > 0)).any(axis=1)
+        if ran.any():
+            losses.append(wrong_choice_loss(speedup_vs_best(t[ran])))
+    return float(np.mean(losses)) if losses else 0.0
+
+
 def wrong_choice_loss(ratio: np.ndarray) -> float:
     """What a wrong choice costs on the target, from its own timings: the mean over inputs of the
     mean loss ``1 - t_best / t_v`` of the variants other than the fastest (a failed one loses all),

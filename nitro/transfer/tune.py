@@ -26,7 +26,7 @@ from .confidence import TransferEstimateWarning, estimate_quality, estimate_warn
 from .cvdfs import cv_dfs, family_groups, held_out_results
 from .data import TransferData, concatenate, stack_times
 from .fewshot import pick_inputs
-from .fewshot_model import TREES_FROM, cross_validated_quality, fit_few_shot
+from .fewshot_model import TREES_FROM, cross_validated_quality, fit_few_shot, sources_wrong_choice_loss
 from .fewshot_trees import TreesRefit
 from .fit import export_model, transfer_scores
 from .pdfs import profile_dfs
@@ -436,7 +436,9 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
     scores, beta, mu = transfer_scores(prep, t, cols, inputs=prep.train)
     held_out = result.held_out if sdfs else held_out_results(prep, [tuple(c) for c in cols], groups=groups, n_jobs=n_jobs)
     provenance["confidence"] = estimate_quality(scores, held_out, prep.D[:, prep.features], prep.sources, t,
-                                                data.devices, new_family=bool(groups))
+                                                data.devices, new_family=bool(groups),
+                                                wrong_choice_loss=sources_wrong_choice_loss(
+                                                    data.times[np.ix_(prep.sources, prep.train)]))
     provenance["confidence"]["held_out"] = held_out
     provenance.update(device_features=used, subsets=[[f for f in s if f in varies] for s in subsets],
                       target_features={f: float(data.D[t, data.device_features.index(f)]) for f in used})

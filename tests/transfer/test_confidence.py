@@ -288,7 +288,9 @@ def test_a_cpu_lineage_no_source_shares_is_flagged_low_on_nitros_own_recordings(
     r = evaluate(own_cpu_recordings("histogram"), methods=["cvdfs"])
     c = r["details"][INTEL]["cvdfs"]["confidence"]
     assert c["level"] == "low" and c["outside_sources"] and c["distance"] > 3 * c["sources_spread"]
-    assert c["low_because"][0].startswith("outside the sources' device features") and "target_budget=6)" in c["advice"]
+    # 2% of 48 is 1, but 17 inputs all chosen right are the fewest that could vouch for 90% where a wrong
+    # choice costs what it costs these CPUs (before, the advice named 6, which the few-shot verdict called too few)
+    assert c["low_because"][0].startswith("outside the sources' device features") and "target_budget=17)" in c["advice"]
     assert not any(v["cvdfs"]["confidence"]["outside_sources"] for d, v in r["details"].items() if d != INTEL)
 
 
@@ -303,3 +305,22 @@ def test_the_warning_text_of_an_estimate_names_its_level_reasons_and_advice():
     far = estimate_warning("spmv", "gpu", {**base, "level": "low", "outside_sources": True, "low_because": ["outside"],
                                            "advice": "time 21 inputs"})
     assert "low, no figure to trust (the sources show 93.0% of the optimum): outside. time 21 inputs" in far
+
+
+def test_the_advised_few_shot_count_can_vouch_for_90_percent_if_every_choice_is_right():
+    """6 inputs of nitro's histogram, all chosen right, could not vouch for 90% (the verdict's
+    rule-of-three floor), yet the advice named 6: it now names the count at which they could,
+    from what a wrong choice costs the sources, and 2% where that is more."""
+    from nitro.transfer.confidence import (advice, few_shot_count, few_shot_lower, few_shot_verdict,
+                                           inputs_to_vouch_if_right, unseen_error_rate)
+    for loss in (0.2, 0.31, 0.6, 0.8, 1.0):
+        m = inputs_to_vouch_if_right(loss)
+        assert few_shot_lower(1.0, 0.0, m, loss) >= 0.9 > few_shot_lower(1.0, 0.0, m - 1, loss)
+        assert few_shot_verdict({"quality": 1.0, "stderr": 0.0, "wrong_choice_loss": loss}, m)["level"] == "high"
+    assert inputs_to_vouch_if_right(0.1) == 1 == inputs_to_vouch_if_right(0.0)
+    assert unseen_error_rate(17) * 0.75 <= 0.1 < unseen_error_rate(16) * 0.75
+    assert few_shot_count(48, 0.75) == 17 and few_shot_count(48, 0.0) == 6         # the CPU histogram's case
+    assert few_shot_count(1069, 0.31) == 21                                        # SpMV: 2% is more
+    assert few_shot_count(10, 0.8) == 10                                           # never more than there are
+    assert "target_budget=17)" in advice(48, wrong_choice_loss=0.75) and "17 for a figure to vouch" in \
+        advice(48, wrong_choice_loss=0.75)
