@@ -169,6 +169,10 @@ def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, 
     unknown = [d for d in devices or () if d not in m.device_ids]
     if unknown:
         raise ValueError(f"devices {unknown} have no measurements; measured: {', '.join(m.device_ids)}")
+    beyond = [d for d in targets or () if devices and d not in devices]
+    if beyond:
+        raise ValueError(f"targets {beyond} are not among the devices named ({', '.join(devices)}): name them there "
+                         "too (--devices), or leave --devices out")
     devices = list(devices) if devices else m.device_ids
     if not m.device_feature_names:
         raise ValueError("devices.csv has no numeric device-feature column (only "

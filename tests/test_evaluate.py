@@ -358,6 +358,10 @@ def test_targets_evaluates_only_those_with_every_other_device_a_source(family_me
     assert two["targets"] == {d: full["targets"][d] for d in ("dev1", "dev4")}
     with pytest.raises(ValueError, match="targets \\['gpu9'\\]: the devices evaluated are dev0, dev1"):
         evaluate(m, methods=methods, targets=["gpu9"])
+    # a target left out of the devices named was refused as 'needs at least 4 devices of one kind'
+    with pytest.raises(ValueError, match=r"targets \['dev5'\] are not among the devices named \(dev0, dev1, dev2, "
+                                         r"dev3\): name them there too \(--devices\)"):
+        evaluate(m, methods=methods, devices=["dev0", "dev1", "dev2", "dev3"], targets=["dev1", "dev5"])
 
 
 def test_the_predicted_row_marks_a_target_outside_the_sources(odd_target):
