@@ -172,9 +172,7 @@ def inputs_to_vouch_if_right(wrong_choice_loss: float) -> int:
     wrong choice costs less than ``1 - LOW``. On the SpMV data (a wrong format costs the sources
     31-32% of the optimum) 6-7, below 2% of its 1,069 training inputs; on nitro's CPU histogram 17
     of 48, where 6 inputs had read 99.5 ± 0.5 and reached 87.1 on the Intel host (17: 92.4)."""
-    if wrong_choice_loss <= 1.0 - LOW:
-        return 1
-    return int(np.ceil(np.log(1.0 - FEW_SHOT_LEVEL) / np.log(1.0 - (1.0 - LOW) / wrong_choice_loss) - 1e-9))
+    return inputs_to_vouch(1.0, 0.0, 1, wrong_choice_loss)
 
 
 def few_shot_verdict(estimate: dict | None, n_timed: int) -> dict:
@@ -241,6 +239,8 @@ def inputs_to_vouch(quality: float, stderr: float, n: int, wrong_choice_loss: fl
     up to a million does (``quality`` at LOW or below)."""
     def vouches(m: int) -> bool:
         return few_shot_lower(quality, stderr * np.sqrt(n / m), m, wrong_choice_loss) >= LOW
+    if vouches(n):
+        return n
     lo, hi = n, 2 * n
     while not vouches(hi):        # quality > LOW: both terms fall to 0 as inputs grow
         if hi > 10 ** 6:          # quality at LOW itself: no count will do
