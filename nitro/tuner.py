@@ -93,15 +93,15 @@ def _under_constraints(cv: CodeVariant, row: TrainingRow) -> TrainingRow | None:
                        {**row.failed, **dict.fromkeys(out, EXCLUDED)})
 
 
-def _caught_by_fallback(cv: CodeVariant, reason: str) -> bool:
-    """Whether a recorded failure (``"raised Name: ..."``) is an exception of the code variant's
-    ``fallback_on`` types or their subclasses, which dispatch answers by running the default."""
+def _fallback_reasons(cv: CodeVariant) -> tuple[str, ...]:
+    """How a recorded failure (``"raised Name: ..."``) begins when it is an exception of the code
+    variant's ``fallback_on`` types or their subclasses, which dispatch answers by running the default."""
     names, todo = set(), list(cv.fallback_on)
     while todo:
         t = todo.pop()
         names.add(t.__name__)
         todo += t.__subclasses__()
-    return any(reason.startswith(f"raised {n}:") for n in names)
+    return tuple(f"raised {n}:" for n in sorted(names))
 
 
 def _warn_if_wrong_variants_are_chosen(cv: CodeVariant, rows: Sequence[TrainingRow], model: SelectorModel) -> None:
@@ -110,8 +110,9 @@ def _warn_if_wrong_variants_are_chosen(cv: CodeVariant, rows: Sequence[TrainingR
     never labelled best where it failed, but nothing stops the model from choosing it on inputs
     like those (a constraint does, or ``fallback_on`` for an exception: such failures of a variant
     other than the default are not warned of, as dispatch runs the default after them)."""
+    caught = _fallback_reasons(cv)      # str.startswith(()) is False: none without fallback_on
     failed = {v: [r for r in rows if r.failed.get(v) and r.failed[v] not in NOT_FAILURES
-                  and not (v != cv.default and _caught_by_fallback(cv, r.failed[v]))] for v in cv.variant_names}
+                  and not (v != cv.default and r.failed[v].startswith(caught))] for v in cv.variant_names}
     failed = {v: bad for v, bad in failed.items() if bad}
     if not failed:
         return
