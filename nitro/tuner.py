@@ -343,11 +343,13 @@ class Autotuner:
             _warn_if_only_the_reference_is_right(cv, rows)
             _warn_if_checked_against_a_stand_in(cv, rows)
             report = summarize(list(self.verdicts[cv.name].values()))
-            if not report["n_inputs"]:          # all read back: the report of the run that measured them
+            read_back = not report["n_inputs"]
+            if read_back:                       # all read back: the report of the run that measured them
                 report = self._earlier_report(cv) or report
             self.timing_report[cv.name] = report
             if report["too_noisy"]:
-                warnings.warn(f"{cv.name}: {format_report(report)}", NoisyMachineWarning, stacklevel=2)
+                when = "timings read back from an earlier run (none measured now): " if read_back else ""
+                warnings.warn(f"{cv.name}: {when}{format_report(report)}", NoisyMachineWarning, stacklevel=2)
             model = self.fit_rows(cv, rows)
             _warn_if_wrong_variants_are_chosen(cv, rows, model)
             model.provenance["timing"] = report

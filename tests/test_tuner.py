@@ -102,7 +102,7 @@ def test_all_variants_failing_is_an_error():
         tuner.tune([cv])
 
 
-def test_tune_reports_inputs_too_noisy_to_decide_and_warns():
+def test_tune_reports_inputs_too_noisy_to_decide_and_warns(store):
     """Both variants get slower call after call (1 ms per call of an input), so the fastest
     samples of the two halves of each variant's samples disagree more with every round, while the
     two stay within 0.2 ms of each other: no input can be decided however many rounds, whatever
@@ -120,7 +120,8 @@ def test_tune_reports_inputs_too_noisy_to_decide_and_warns():
         return fn
 
     cv = code_variant("drift", {"a": slowing("a", 0.004), "b": slowing("b", 0.0042)}, {"x": lambda x: float(x)})
-    tuner = autotuner("drift", progress=False,
+    cv.record, cv.device_id = True, "dev"
+    tuner = autotuner("drift", store=store, progress=False,
                       policy=TimingPolicy(min_repeats=4, max_repeats=4, target_seconds=0.0, max_rounds=8))
     tuner.set_training_args([1, 2, 3, 4])
     with pytest.warns(NoisyMachineWarning, match="4 of 4 inputs stayed undecided"):
@@ -129,6 +130,10 @@ def test_tune_reports_inputs_too_noisy_to_decide_and_warns():
     assert report["undecided"] == 4 and report["too_noisy"] and report["undecided_median_noise"] > 0
     assert model.provenance["timing"] == report
     assert all(v["status"] == "undecided" and v["rounds"] == 8 for v in tuner.verdicts["drift"].values())
+    # nothing measured now (the rows are recorded): the warning says whose timings it judges
+    with pytest.warns(NoisyMachineWarning, match=r"drift: timings read back from an earlier run \(none measured "
+                                                 r"now\): timing: 0 inputs decided, 0 ties, 4 undecided of 4"):
+        tuner.tune([cv])
 
 
 def test_a_broken_default_that_every_other_variant_disagrees_with_is_warned_of():
