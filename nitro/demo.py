@@ -4,6 +4,7 @@ whether the machine was quiet enough for the gaps the tuning had to resolve."""
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 
@@ -11,7 +12,7 @@ from . import devices
 from .bench.quality import choices, test_times
 from .benchmarks import histogram
 from .metrics import fraction_of_optimum, random_fraction
-from .noise import format_report
+from .noise import NoisyMachineWarning, format_report
 from .tuner import autotuner
 
 
@@ -23,7 +24,9 @@ def run_demo(store=None, n_train: int = 48, n_test: int = 48, seed: int = 0, pro
     hist.device_id = devices.current_device_id()
     tuner = autotuner("histogram", store=store, progress=progress)
     tuner.set_training_args(train, ids=train_ids)
-    tuner.tune([hist])
+    with warnings.catch_warnings():             # the timing report is in the result, printed once
+        warnings.simplefilter("ignore", NoisyMachineWarning)
+        tuner.tune([hist])
     trained = time.perf_counter()
 
     names = hist.variant_names
