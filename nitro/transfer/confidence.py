@@ -141,9 +141,11 @@ def advice(n_train: float, check: bool = False, wrong_choice_loss: float = 0.0) 
     from ..refine.options import BUDGET, TIME_BUDGET
     k = few_shot_count(n_train, wrong_choice_loss)
     vouch = inputs_to_vouch_if_right(wrong_choice_loss)
-    share = (f"{100 * FEW_SHOT_SHARE:g}% of the {n_train:.0f} training inputs, " if n_train else "") + \
-        (f"and {vouch} for a figure to vouch for {100 * LOW:g}% where a wrong choice costs "
-         f"{100 * wrong_choice_loss:.0f}% as on the sources, " if vouch > TREES_FROM else "")
+    share = ", and ".join(
+        ([f"{100 * FEW_SHOT_SHARE:g}% of the {n_train:.0f} training inputs"] if n_train else [])
+        + ([f"{vouch} for a figure to vouch for {100 * LOW:g}% where a wrong choice costs "
+            f"{100 * wrong_choice_loss:.0f}% as on the sources"] if vouch > TREES_FROM else []))
+    share += ", " if share else ""
     head = ("a family no source shares may transfer as badly as a source's did: check it by timing "
             if check else "zero-shot is uncertain here: time ")
     return (f"{head}{k} inputs on the target (few-shot: "

@@ -202,6 +202,18 @@ def test_the_advice_times_two_percent_of_the_training_inputs_and_never_fewer_tha
     assert "target_budget=6)" in advice(0) and "training inputs" not in advice(0)   # one source: none held out
 
 
+def test_the_advice_of_a_single_source_reads_as_a_sentence():
+    """One source holds no source out, so the advice knows no count of training inputs; it had
+    then begun its reason for the count with a dangling "and" ("where the target's rows are
+    recorded: and 17 for a figure to vouch ...")."""
+    from nitro.transfer.confidence import advice
+    text = advice(0, wrong_choice_loss=0.76)
+    assert "recorded: 17 for a figure to vouch for 90% where a wrong choice costs 76% as on the sources, " \
+           "at least 6;" in text and ": and" not in text
+    assert "recorded: 2% of the 48 training inputs, and 17 for a figure" in advice(48, wrong_choice_loss=0.76)
+    assert "recorded: 2% of the 48 training inputs, at least 6;" in advice(48)
+
+
 def test_the_advice_says_what_each_remedy_costs_and_how_to_ask_for_it_on_the_command_line():
     """Where zero-shot may be far off the user must learn the price of each remedy: the inputs
     timed (each runs every variant) and refining's share of calls and of time, from its defaults."""
