@@ -147,7 +147,7 @@ def advice(n_train: float, check: bool = False, wrong_choice_loss: float = 0.0) 
             f"{100 * wrong_choice_loss:.0f}% as on the sources"] if vouch > TREES_FROM else []))
     share += ", " if share else ""
     head = ("a family no source shares may transfer as badly as a source's did: check it by timing "
-            if check else "zero-shot is uncertain here: time ")
+            if check else "zero-shot may be far off here: time ")
     return (f"{head}{k} inputs on the target (few-shot: "
             f"tuner.tune_from_source([cv], target_budget={k}) in Python, or --target-budget {k} on nitro tune-from-source "
             f"where the target's rows are recorded: {share}at least {TREES_FROM}; it costs {k} inputs × every "

@@ -214,6 +214,16 @@ def test_the_advice_of_a_single_source_reads_as_a_sentence():
     assert "recorded: 2% of the 48 training inputs, at least 6;" in advice(48)
 
 
+def test_the_advice_of_a_low_estimate_does_not_call_it_uncertain():
+    """"uncertain" is a level of its own (a family no source shares, a check to make): the advice
+    of a "low" estimate had begun "zero-shot is uncertain here", so that nitro tune-from-source
+    printed "estimate LOW (...): zero-shot is uncertain here"."""
+    from nitro.transfer.confidence import advice
+    low, check = advice(96, wrong_choice_loss=0.75), advice(96, check=True, wrong_choice_loss=0.75)
+    assert low.startswith("zero-shot may be far off here: time 17 inputs on the target") and "uncertain" not in low
+    assert check.startswith("a family no source shares may transfer as badly as a source's did: check it by timing 17")
+
+
 def test_the_advice_says_what_each_remedy_costs_and_how_to_ask_for_it_on_the_command_line():
     """Where zero-shot may be far off the user must learn the price of each remedy: the inputs
     timed (each runs every variant) and refining's share of calls and of time, from its defaults."""
