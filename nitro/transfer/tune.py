@@ -418,7 +418,8 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
         provenance["p_dfs"] = selected
         candidates = selected
     subsets = [candidates]
-    groups = _new_family_groups(store, sources, provenance["target_metadata"].get("arch"))
+    # one source holds none out: nothing is validated, with or without its family
+    groups = _new_family_groups(store, sources, provenance["target_metadata"].get("arch")) if len(sources) > 1 else None
     if groups:
         provenance["validated_without_family"] = True
     if sdfs:

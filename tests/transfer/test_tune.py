@@ -220,6 +220,11 @@ def test_a_target_of_a_family_its_sources_lack_is_validated_without_each_sources
     sibling = tune_from_source(store, "mine", ["a", "b"], ["x"], target_features={"cores": 16.0, "threads": 32.0,
                                                                                  "arch": "family_b"}, **kw).provenance
     assert "validated_without_family" not in sibling
+    # one source holds none out: nitro tune-from-source had printed that each source was validated held
+    # out with its own family beside "no source to hold out"
+    alone = tune_from_source(store, "mine", ["a", "b"], ["x"], sources=["src0"], target_features={
+        "cores": 16.0, "threads": 32.0, "arch": "family_c"}, **kw).provenance
+    assert "validated_without_family" not in alone and alone["confidence"]["held_out"] == {}
     assert store.device("elsewhere", missing_ok=True) is None          # save=False: nothing stored
     tune_from_source(store, "mine", ["a", "b"], ["x"], target="elsewhere", progress=False,
                      target_features={"cores": 16.0, "threads": 32.0, "arch": "family_c", "kind": "cpu"})
