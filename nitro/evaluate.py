@@ -581,6 +581,9 @@ def format_evaluation(r: dict) -> str:
         pred = [few["predicted"].get(d, float("nan")) for d in devs]
         lines.append(f"\n{'predicted (few-shot advised, CV)':<{width}}"
                      + "".join(f"{v:>{col}.1f}" if np.isfinite(v) else f"{'—':>{col}}" for v in pred))
+        measured = [few.get("measured", {}).get(d, float("nan")) for d in devs]
+        lines.append(f"{'measured (few-shot advised)':<{width}}"
+                     + "".join(f"{v:>{col}.1f}" if np.isfinite(v) else f"{'—':>{col}}" for v in measured))
         counts = sorted(set(few.get("inputs", {}).values()))
         lines.append(f"few-shot at the advised count ({100 * FEW_SHOT_SHARE:g}% of the training inputs, at least "
                      f"{TREES_FROM}, and as many as could vouch for 90% where a wrong choice costs what it costs the "

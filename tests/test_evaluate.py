@@ -93,6 +93,10 @@ def test_few_shot_is_cross_validated_on_its_timed_inputs_and_compared_with_its_m
     assert few["within_3_points"] == sum(abs(few["predicted"][d] - few["measured"][d]) <= 3 for d in r["targets"])
     said = format_evaluation(r)
     assert "predicted (few-shot advised, CV)" in said
+    # the figure it is judged against is shown too (before, only the JSON had it)
+    devs = list(r["targets"]) + list(r["cross_kind"])
+    row = next(line for line in said.splitlines() if line.startswith("measured (few-shot advised)"))
+    assert row.split()[3:] == [f"{few['measured'][d]:.1f}" for d in devs]
     unsure = [d for d, level in few["levels"].items() if level == "uncertain"]
     assert ("few-shot estimate 'uncertain'" in said) == bool(unsure)
     gone = dict(few["predicted"])
