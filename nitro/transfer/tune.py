@@ -100,18 +100,25 @@ def _described_metadata(target: str, record: dict | None = None) -> dict[str, st
     return devices_mod.local_metadata(target, record) if record is not None else {"kind": "gpu"}
 
 
-def _target_record(store: Store, target: str, target_features, keep: bool = False) -> dict:
+def _target_record(store: Store, target: str, target_features, keep: bool = False, pending: list | None = None) -> dict:
     """The target's feature record: the numbers of ``target_features``, else the store's
     record, else, when the target is a device of this machine (its CPU, a local GPU's id), that
     device described (and measured) here, else, when it is a datasheet product id
     (``a100_sxm4_40gb``), that product's published figures. Any other name is an error, never this machine's
-    figures under a name they do not describe (a typo must not give a model for the wrong device)."""
+    figures under a name they do not describe (a typo must not give a model for the wrong device).
+    ``keep``: store the record where the store has none; given features are stored only once a
+    model is (``pending`` collects that step), so that features no model could be built from are
+    not left behind as the device's record."""
     if target_features is not None:
         numbers, text = given_features(target_features)
         record = {n: {"value": v} for n, v in numbers.items()}
         stored = store.device(target, missing_ok=True) if keep else None
         if keep and stored is None:    # a bundle of its stored model describes it
-            _keep_record(store, target, {n: {**r, "unit": "", "source": "user"} for n, r in record.items()}, text)
+            user = {n: {**r, "unit": "", "source": "user"} for n, r in record.items()}
+            if pending is None:
+                _keep_record(store, target, user, text)
+            else:
+                pending.append(lambda: _keep_record(store, target, user, text))
         differ = sorted(n for n, r in record.items() if n in (stored or {}) and stored[n].get("value") != r["value"])
         if differ:
             warnings.warn(f"{target}: the store's device record has other values of {differ} than the features "
@@ -168,9 +175,10 @@ def _default_sources(store: Store, name: str, target: str, target_meta: dict) ->
 
 
 def _load(store: Store, name: str, variants, features, sources, target, target_features, keep_variants,
-          progress: bool, keep_target: bool = False):
+          progress: bool, keep_target: bool = False, pending: list | None = None):
     """The sources' rows and devices and the target's device, as :class:`TransferData`:
-    ``(data, target index, provenance)``."""
+    ``(data, target index, provenance)``; ``pending`` collects what to store with the model
+    (:func:`_target_record`)."""
     meta = store.meta(name)
     if not same_computation(meta, variants, features):
         raise ValueError(f"{name}: the store holds variants {meta['variants']} and features "
@@ -178,7 +186,7 @@ def _load(store: Store, name: str, variants, features, sources, target, target_f
     target = target or devices_mod.current_device_id()
     recorded = store.devices(name)
     described = target_features is None and store.device(target, missing_ok=True) is None
-    target_record = _target_record(store, target, target_features, keep=keep_target)
+    target_record = _target_record(store, target, target_features, keep=keep_target, pending=pending)
     target_meta = _target_metadata(store, target, target_features, target_record, described)
     if isinstance(sources, str):          # one name, not its letters
         raise TypeError(f"{name}: sources are a list of device ids, got {sources!r} (one source: [{sources!r}])")
@@ -382,8 +390,9 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
     and the sources' rows together (model kind ``gbt``), below that the zero-shot model
     corrected by them (kind ``kernel``)."""
     time_weight = check_time_weight(time_weight)
+    pending: list = []        # the given target features' record, stored with the model only
     data, t, provenance = _load(store, name, variants, features, sources, target, target_features,
-                                keep_variants, progress, keep_target=save)
+                                keep_variants, progress, keep_target=save, pending=pending)
     prep = Prepared.build(data, [i for i in range(len(data.devices)) if i != t], np.arange(len(data.inputs)),
                           extra_devices=[t], time_weight=time_weight)
     if time_weight:
@@ -432,7 +441,7 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
     if learner is not None:
         if target_budget is not None:
             raise ValueError("target_budget corrects the default Kronecker KRR model; it cannot be combined with learner=")
-        return _fit_learner(store, name, learner, data, prep, t, used, features, provenance, save)
+        return _fit_learner(store, name, learner, data, prep, t, used, features, provenance, save, pending)
     cols = [[data.device_features.index(f) for f in s] for s in subsets]
     scores, beta, mu = transfer_scores(prep, t, cols, inputs=prep.train)
     held_out = result.held_out if sdfs else held_out_results(prep, [tuple(c) for c in cols], groups=groups, n_jobs=n_jobs)
@@ -451,11 +460,11 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
     if target_budget is not None:
         model = _few_shot(store, name, prep, t, target_budget, measure_target, measurable, model, scores)
     if save:
-        _store_model(store, name, target, model)
+        _store_model(store, name, target, model, pending)
     return model
 
 
-def _store_model(store: Store, name: str, target: str, model: SelectorModel) -> None:
+def _store_model(store: Store, name: str, target: str, model: SelectorModel, pending: list = ()) -> None:
     """Store ``model`` for ``target``, saying so where it replaces the model ``tune()`` trained on the
     target's own rows (transfer answers a device without them; the rows stay, so tune() brings
     that model back)."""
@@ -465,6 +474,8 @@ def _store_model(store: Store, name: str, target: str, model: SelectorModel) -> 
                       "inputs is replaced by this transferred one; its rows stay in the store, so tune() there brings "
                       "it back (save=False in Python, or --output FILE on the command line, leaves the stored model "
                       "as it is)", stacklevel=4)
+    for keep in pending:          # the target's given record, now that a model describes it
+        keep()
     store.put_model(name, target, model.to_dict())
 
 
@@ -564,7 +575,8 @@ def _few_shot(store, name, prep, t, budget, measure_target, measurable, zero_sho
     return model
 
 
-def _fit_learner(store, name, learner, data, prep, t, used, features, provenance, save=True) -> SelectorModel:
+def _fit_learner(store, name, learner, data, prep, t, used, features, provenance, save=True,
+                 pending: list = ()) -> SelectorModel:
     from ..learn import fit_selector, make_selector
     learner = make_selector(learner) if isinstance(learner, str) else learner
     cols = [data.device_features.index(f) for f in used]
@@ -579,5 +591,5 @@ def _fit_learner(store, name, learner, data, prep, t, used, features, provenance
     model = SelectorModel.from_estimator(est, list(features), device_features=target_values,
                                          variants=list(data.variants), provenance=provenance)
     if save:
-        _store_model(store, name, data.devices[t], model)
+        _store_model(store, name, data.devices[t], model, pending)
     return model

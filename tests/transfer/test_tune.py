@@ -239,6 +239,28 @@ def test_a_target_of_a_family_its_sources_lack_is_validated_without_each_sources
     assert store.device("elsewhere")["cores"]["value"] == 16.0         # a stored record is not written over
 
 
+def test_target_features_no_model_could_be_built_from_are_not_stored_as_the_devices_record(store):
+    """A target's given features are stored as its record with its model, and only then: features
+    the sources lack had been stored before the error, so that the device was listed among those
+    with features, and the corrected features of the next run left that record (and no kind) behind."""
+    rng = np.random.default_rng(0)
+    store.declare("mine", ["a", "b"], ["x"])
+    for i, cores in enumerate((2.0, 8.0, 32.0)):
+        store.put_device(f"src{i}", {"cores": {"value": cores, "unit": "", "source": "test"}})
+        store.put_device_metadata(f"src{i}", {"kind": "cpu"})
+        for j, x in enumerate(rng.uniform(1, 1e4, 30)):
+            store.put_row("mine", f"src{i}", TrainingRow(f"in{j}", {"x": float(x)}, {"a": x / cores, "b": 50.0 + x / 8}))
+    for wrong in ({"foo": 3.0, "kind": "cpu"}, {}):
+        with pytest.raises(ValueError, match="no device feature is known on every source and on 'newcpu'"):
+            tune_from_source(store, "mine", ["a", "b"], ["x"], target="newcpu", target_features=wrong, progress=False)
+        assert store.device("newcpu", missing_ok=True) is None and "newcpu" not in store.device_ids()
+        assert store.device_metadata("newcpu") == {}
+    tune_from_source(store, "mine", ["a", "b"], ["x"], target="newcpu", progress=False,
+                     target_features={"cores": 4.0, "kind": "cpu"})
+    assert store.device("newcpu") == {"cores": {"value": 4.0, "unit": "", "source": "user"}}
+    assert store.device_metadata("newcpu") == {"kind": "cpu"} and store.model("mine", "newcpu") is not None
+
+
 def test_device_features_unknown_on_the_target_are_named(store):
     """A feature the target lacks (not given, or a microbenchmark that failed there) is left out
     with the reason; one only the target has is named as unknown on the sources."""
