@@ -400,7 +400,7 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
     target, sources = data.devices[t], [data.devices[i] for i in prep.sources]
     candidates = [data.device_features[j] for j in prep.features]
     if not candidates:
-        raise ValueError(f"{name}: no device feature is known on every source and on {target!r}")
+        raise ValueError(_no_shared_feature(name, data, prep.sources, t))
     unknown = _unknown_features(data, prep, t)
     if unknown:
         provenance["device_features_left_out"] = unknown
@@ -462,6 +462,19 @@ def tune_from_source(store: Store, name: str, variants: list[str], features: lis
     if save:
         _store_model(store, name, target, model, pending)
     return model
+
+
+def _no_shared_feature(name: str, data: TransferData, sources: list[int], t: int) -> str:
+    """The error where no device feature is known on every source and on the target: what each side has."""
+    known = np.isfinite(data.D)
+    on_target = [f for j, f in enumerate(data.device_features) if known[t, j]]
+    on_sources = [f for j, f in enumerate(data.device_features) if known[sources, j].all()]
+    target = data.devices[t]
+    return (f"{name}: no device feature is known on every source and on {target!r}: "
+            + (f"{target!r} has {on_target}" if on_target else f"none is known on {target!r} (no number in its "
+               "features, or in its stored record)")
+            + (f", the sources all have {on_sources}; give the target's values of those (--target-features FILE, "
+               "target_features=...)" if on_sources else ", and none is known on every source"))
 
 
 def _store_model(store: Store, name: str, target: str, model: SelectorModel, pending: list = ()) -> None:

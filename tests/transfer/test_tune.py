@@ -251,8 +251,11 @@ def test_target_features_no_model_could_be_built_from_are_not_stored_as_the_devi
         for j, x in enumerate(rng.uniform(1, 1e4, 30)):
             store.put_row("mine", f"src{i}", TrainingRow(f"in{j}", {"x": float(x)}, {"a": x / cores, "b": 50.0 + x / 8}))
     for wrong in ({"foo": 3.0, "kind": "cpu"}, {}):
-        with pytest.raises(ValueError, match="no device feature is known on every source and on 'newcpu'"):
+        with pytest.raises(ValueError, match="no device feature is known on every source and on 'newcpu'") as err:
             tune_from_source(store, "mine", ["a", "b"], ["x"], target="newcpu", target_features=wrong, progress=False)
+        # the error says what each side has, and what to give
+        assert ("'newcpu' has ['foo']" if wrong else "none is known on 'newcpu'") in str(err.value)
+        assert "the sources all have ['cores']; give the target's values of those" in str(err.value)
         assert store.device("newcpu", missing_ok=True) is None and "newcpu" not in store.device_ids()
         assert store.device_metadata("newcpu") == {}
     tune_from_source(store, "mine", ["a", "b"], ["x"], target="newcpu", progress=False,
