@@ -63,6 +63,19 @@ def low_estimate(provenance: dict) -> str | None:
     return None
 
 
+def inputs_to_time(provenance: dict) -> int | None:
+    """How many target inputs the model's own estimate advises timing where :func:`low_estimate`
+    names it: the zero-shot advice's few-shot count, twice the inputs of a few-shot model still
+    low on them, the count that would vouch for an uncertain one; ``None`` where not recorded."""
+    zero = provenance.get("confidence") or {}
+    if zero.get("level") in ("low", "uncertain"):
+        return zero.get("few_shot_inputs")
+    few = (provenance.get("few_shot") or {}).get("estimate") or {}
+    if few.get("level") == "low" and isinstance(few.get("inputs"), int):
+        return 2 * few["inputs"]
+    return few.get("inputs_needed") if few.get("level") == "uncertain" else None
+
+
 def transfer_block(store: Store, name: str, sources: list[str]) -> Transfer:
     """The Kronecker KRR model of :func:`nitro.transfer.tune.tune_from_source` over ``sources``
     (all device features known on every source, no feature search), in closed form: the model
@@ -149,6 +162,8 @@ def build_bundle(store: Store, name: str, devices=None, learner="svm", default: 
                                     "stored_models": stored, "fitted": {"learner": str(learner), "devices": fitted},
                                     "low_estimates": {d: why for d in stored
                                                       if (why := low_estimate(models[d].provenance))},
+                                    "inputs_to_time": {d: k for d in stored if low_estimate(models[d].provenance)
+                                                       and (k := inputs_to_time(models[d].provenance))},
                                     "transfer_blocks": {k: b.sources for k, b in blocks.items()}})
 
 

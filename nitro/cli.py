@@ -111,11 +111,12 @@ def cmd_bundle_build(args):
               "models_left_out": left_out}
     made = bundle.provenance
     result.update(stored_models=made["stored_models"], fitted=made["fitted"]["devices"],
-                  low_estimates=made["low_estimates"])
+                  low_estimates=made["low_estimates"], inputs_to_time=made.get("inputs_to_time", {}))
+    count = result["inputs_to_time"]
     low = "".join(f"\nwarning: the model of {d} may be far off there ({why}): time inputs on it (nitro "
-                  f"tune-from-source --target {d} --target-budget N, or Autotuner.tune_from_source(..., "
-                  "target_budget=N)) or refine it in production before shipping"
-                  for d, why in result["low_estimates"].items())
+                  f"tune-from-source --target {d} --target-budget {count.get(d, 'N')}, or "
+                  f"Autotuner.tune_from_source(..., target_budget={count.get(d, 'N')})) or refine it in "
+                  "production before shipping" for d, why in result["low_estimates"].items())
     fitted = (f"; fitted with --learner {made['fitted']['learner']} and stored: {', '.join(result['fitted'])}"
               if result["fitted"] else "")
     stored = f"; the store's models of {', '.join(result['stored_models'])}" if result["stored_models"] else ""

@@ -188,9 +188,11 @@ def test_build_warns_where_a_shipped_model_is_one_its_own_estimate_calls_low(spm
     variants, features = (store.meta("spmv_bundle")[k] for k in ("variants", "features"))
     store.declare("shipped", variants, features)
     store.put_rows("shipped", "dev1", store.rows("spmv_bundle", LEFT_OUT)[:40])
-    low = {"confidence": {"level": "low", "low_because": ["outside the sources' device features (10.0 from mi250x)"]}}
+    low = {"confidence": {"level": "low", "low_because": ["outside the sources' device features (10.0 from mi250x)"],
+                          "few_shot_inputs": 21}}
     few = {"few_shot": {"estimate": {"level": "low", "quality": 0.789, "inputs": 44}}}
-    unsure = {"few_shot": {"estimate": {"level": "uncertain", "quality": 0.995, "lower": 0.735, "inputs": 6}}}
+    unsure = {"few_shot": {"estimate": {"level": "uncertain", "quality": 0.995, "lower": 0.735, "inputs": 6,
+                                        "inputs_needed": 19}}}
     new = {"confidence": {"level": "uncertain", "low_because": ["a family no source shares: held out with its "
                                                                 "family, a source got 84.0%"]}}
     fine = {"confidence": {"level": "high", "low_because": []}}
@@ -204,10 +206,14 @@ def test_build_warns_where_a_shipped_model_is_one_its_own_estimate_calls_low(spm
     text = capsys.readouterr().out
     assert ("warning: the model of far_gpu may be far off there (zero-shot, estimate low: outside the sources' "
             "device features (10.0 from mi250x)): time inputs on it (nitro tune-from-source --target far_gpu "
-            "--target-budget N") in text
-    assert "the model of few_gpu may be far off there (few-shot, 78.9% of the optimum on the 44 inputs timed)" in text
+            "--target-budget 21, or Autotuner.tune_from_source(..., target_budget=21))") in text
+    assert ("the model of few_gpu may be far off there (few-shot, 78.9% of the optimum on the 44 inputs timed): "
+            "time inputs on it (nitro tune-from-source --target few_gpu --target-budget 88,") in text
     assert ("the model of unsure_gpu may be far off there (few-shot, 99.5% of the optimum on the 6 inputs timed, "
-            "too few to vouch for more than 73.5%)") in text
+            "too few to vouch for more than 73.5%): time inputs on it (nitro tune-from-source --target unsure_gpu "
+            "--target-budget 19,") in text
+    # a model stored before the estimate recorded its count: the advice keeps the placeholder
+    assert "--target new_gpu --target-budget N," in text
     assert "near_gpu may be far off" not in text and "dev1 may be far off" not in text
     assert ("the model of new_gpu may be far off there (zero-shot, estimate uncertain: a family no source "
             "shares") in text

@@ -130,6 +130,8 @@ def estimate_quality(scores: np.ndarray, held_out: dict[str, dict], D: np.ndarra
         "may_trail": [name for name, b in baselines.items()
                       if b["model_ahead_on"] < b["held_out_sources"] or b["lead_lower"] < 0],
         "advice": ("" if level == "high" else advice(n, check=level == "uncertain", wrong_choice_loss=wrong_choice_loss)),
+        # the target inputs the advice names (None where the level is high: no advice)
+        "few_shot_inputs": None if level == "high" else few_shot_count(n, wrong_choice_loss),
     }
 
 

@@ -182,11 +182,11 @@ def test_a_new_family_is_uncertain_where_a_source_held_out_with_its_family_fell_
     assert same["level"] == "high" and same["low_because"] == [] and same["advice"] == ""
     new = estimate_quality(scores, held, D, [0, 1, 2], 3, ["s0", "s1", "s2", "t"], new_family=True)
     assert new["level"] == "uncertain" and new["advice"].startswith("a family no source shares may transfer as badly")
-    assert "target_budget=6)" in new["advice"]
+    assert "target_budget=6)" in new["advice"] and new["few_shot_inputs"] == 6 and same["few_shot_inputs"] is None
     assert new["low_because"] == ["a family no source shares: held out with its family, a source got 84.0%"]
     out = estimate_quality(scores, held, np.array([[1.0], [2.0], [3.0], [30.0]]), [0, 1, 2], 3,
                            ["s0", "s1", "s2", "t"], new_family=True)
-    assert out["level"] == "low" and len(out["low_because"]) == 2 and out["advice"].startswith("zero-shot is uncertain")
+    assert out["level"] == "low" and len(out["low_because"]) == 2 and out["advice"].startswith("zero-shot may be far off")
     poor = {k: {**v, "quality": 0.8} for k, v in held.items()}
     assert estimate_quality(scores, poor, D, [0, 1, 2], 3, ["s0", "s1", "s2", "t"], new_family=True)["level"] == "low"
     fine = {k: {**v, "quality": 0.95} for k, v in held.items()}
