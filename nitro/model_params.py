@@ -179,9 +179,9 @@ def flat_params(kind: str, p: dict, d_in: int, d_dev: int, k: int) -> dict:
         log_mask = flags(p["log_mask"])
         gamma = real(p["gamma"])
         if (k < 2 or None in (n_support, sv, coef, mean, scale, b) or len(log_mask) != d
-                or sum(n_support) != sv[1] or sv[1] == 0 or not math.isfinite(gamma)):
+                or sum(n_support) != sv[1] or sv[1] == 0):
             raise ValueError("svc model parameters have inconsistent shapes")
-        if not finite(sv[0], coef[0], b, mean, scale):
+        if not finite(sv[0], coef[0], b, mean, scale, [gamma]):
             raise ValueError("svc model parameters are not all finite")
         if min(n_support) < 0:
             raise ValueError(f"svc model n_support must count support vectors (0 or more), got {n_support}")

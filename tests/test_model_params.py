@@ -69,6 +69,8 @@ def _broken(params, path, value):
     ("svc", SVC, ["dual_coef"], [[0.5, -0.5]], "inconsistent shapes"),
     ("svc", SVC, ["log_mask"], [True], "inconsistent shapes"),
     ("svc", SVC, ["support_vectors", 0, 2], math.inf, "not all finite"),
+    ("svc", SVC, ["gamma"], math.nan, "not all finite"),                       # not a shape
+    ("svc", SVC, ["gamma"], math.inf, "not all finite"),
     ("tree", TREE, ["children_left", 0], 0, "children"),                           # a cycle
     ("tree", TREE, ["feature", 0], 5, "features"),
     ("tree", TREE, ["value", 2], [5.0], "values"),
