@@ -122,7 +122,8 @@ def build_bundle(store: Store, name: str, devices=None, learner="svm", default: 
                  transfer: bool = True) -> Bundle:
     """A bundle of computation ``name`` for ``devices`` (default: every device with rows), its
     ``default`` variant (the first one unless given), with a transfer block per device kind shared by at least ``MIN_KIND`` of them and
-    one over all of them (``"*"``) for other kinds and devices of unknown kind."""
+    one over all of them (``"*"``) for other kinds and devices of unknown kind; a block's sources
+    are devices with rows and features (a model without rows ships, but is no source)."""
     if learner not in SELECTORS:
         raise ValueError(f"unknown learner {learner!r}; known: {', '.join(SELECTORS)}")
     meta = store.meta(name)
@@ -147,7 +148,8 @@ def build_bundle(store: Store, name: str, devices=None, learner="svm", default: 
                    "features": {k: v for k, v in devices_mod.feature_values(record).items() if np.isfinite(v)}}
     blocks = {}
     if transfer:
-        with_features = [d for d in devices if info[d]["features"]]
+        # a transfer source needs rows: a model without them (tune-from-source's target) ships as it is
+        with_features = [d for d in devices if info[d]["features"] and d in known]
         kinds = pd.Series({d: info[d]["kind"] for d in with_features}, dtype=object)
         for kind, group in kinds.groupby(kinds.values):
             if len(group) >= MIN_KIND:

@@ -179,6 +179,32 @@ def test_build_says_which_default_it_took_and_which_stored_models_it_left_out(sp
     assert sorted(load_bundle(out).devices) == ["dev1", "new_gpu"]
 
 
+def test_a_tune_from_source_target_added_with_devices_ships_beside_the_transfer_blocks(spmv, tmp_path, capsys):
+    """README's author workflow: a new GPU tuned by ``nitro tune-from-source --target
+    a100_sxm4_40gb`` (its device record, datasheet figures and kind, stored with its model, no
+    rows) and then added with ``--devices``: the bundle ships its model, found by the name the
+    GPU reports, while the transfer blocks are built from the devices that have rows alone."""
+    store, _, _ = spmv
+    variants, features = (store.meta("spmv_bundle")[k] for k in ("variants", "features"))
+    sources = ["tesla_k20xm", "tesla_k40m", "titan_v"]
+    rows = {d: {r.input_id: r for r in store.rows("spmv_bundle", d)} for d in sources}
+    common = sorted(set.intersection(*(set(r) for r in rows.values())))[:60]
+    store.declare("zero_shot", variants, features)
+    for d in sources:
+        store.put_rows("zero_shot", d, [rows[d][i] for i in common])
+    assert main(["tune-from-source", "zero_shot", "--target", "a100_sxm4_40gb", "--no-cv-dfs"]) == 0
+    assert store.rows("zero_shot", "a100_sxm4_40gb") == [] and store.model("zero_shot", "a100_sxm4_40gb")
+    capsys.readouterr()
+    out = tmp_path / "z.json.gz"
+    assert main(["bundle", "build", "zero_shot", "--learner", "tree", "--default", "csr",
+                 "--devices", ",".join([*sources, "a100_sxm4_40gb"]), "-o", str(out)]) == 0, capsys.readouterr().err
+    bundle = load_bundle(out)
+    assert sorted(bundle.devices) == sorted([*sources, "a100_sxm4_40gb"])
+    assert {k: sorted(t.sources) for k, t in bundle.transfer.items()} == {"gpu": sorted(sources)}
+    _, info = bundle.model_for("NVIDIA A100-SXM4-40GB", query=False)
+    assert info["path"] == "product" and info["as"] == "a100_sxm4_40gb"
+
+
 def test_build_warns_where_a_shipped_model_is_one_its_own_estimate_calls_low(spmv, tmp_path, capsys):
     """A zero-shot model whose estimate is low (a GPU of a family no source shares got 73% on a
     permuted copy of the SpMV data) shipped in a bundle must not go silently: the build names it,
