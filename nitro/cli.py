@@ -137,9 +137,30 @@ def cmd_bundle_show(args):
     out = {"computation": bundle.computation, "devices": sorted(bundle.devices), "default": bundle.default,
            "transfer_blocks": {k: b.sources for k, b in bundle.transfer.items()}, "this_device": info,
            "model": model.kind if model else None}
-    _emit(args, out, f"{bundle.computation}: models of {', '.join(out['devices'])}; default {bundle.default}\n"
-                     f"on {info['device']}: {info['path']}" + (f" ({model.kind} model)" if model else "")
-                     + (f" ({info['reason']})" if info.get("reason") else ""))
+    _emit(args, out, _shown(bundle, model, info))
+
+
+def _shown(bundle, model, info) -> str:
+    """``nitro bundle show``'s text: the bundle's devices, default and transfer blocks, the path
+    this device takes, and on the transfer path the block, where its features came from, those
+    taken from the nearest source and whether it lies outside the sources."""
+    blocks = "; ".join(f"{k} ({len(b.sources)} sources)" for k, b in bundle.transfer.items()) or "none"
+    lines = [f"{bundle.computation}: models of {', '.join(sorted(bundle.devices))}; default {bundle.default}; "
+             f"transfer blocks {blocks}",
+             f"on {info['device']}: {info['path']}" + (f" ({model.kind} model)" if model else "")
+             + (f": the model of {info['as']}, of the same product {info['product']}" if info["path"] == "product" else "")
+             + (f" ({info['reason']})" if info.get("reason") else "")]
+    if info["path"] == "transfer":
+        weights = ", ".join(f"{s} {w:g}" for s, w in sorted(info["source_weights"].items(), key=lambda sw: -sw[1]))
+        lines.append(f"  block {info['block']}, device features from {info['features_from']}"
+                     + (f" ({info['product']})" if info.get("product") else "") + f"; source weights {weights}")
+        if info["imputed"]:
+            lines.append("  taken from the nearest source: "
+                         + ", ".join(f"{f} ({s})" for f, s in info["imputed"].items()))
+        if info["outside_sources"]:
+            lines.append(f"warning: {info['device']} lies outside the sources' device features: it gets what the "
+                         "sources show, not a model to trust (tune on it, or ship a model tuned there)")
+    return "\n".join(lines)
 
 
 def _model_file(path: str):
@@ -654,7 +675,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--learner", default="svm", help="learner for devices without a stored model (default svm)")
     p.add_argument("--default", help="the default variant (default: the first)")
     p.set_defaults(func=cmd_bundle_build)
-    p = bundle.add_parser("show", parents=[common], help="a bundle's devices, and which model this device gets")
+    shown = argparse.ArgumentParser(add_help=False)     # reads a file: no store, no parallel loops
+    shown.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p = bundle.add_parser("show", parents=[shown], help="a bundle's devices and transfer blocks, and which model "
+                          "this device gets")
     p.add_argument("file")
     p.add_argument("--device", help="device id or reported name (default: this machine's CPU)")
     p.add_argument("--kind", help="cpu or gpu: the transfer block for an unknown device")

@@ -328,6 +328,37 @@ def test_bundle_build_and_show_say_which_model_a_device_gets_and_why(capsys, tmp
     assert json.loads(capsys.readouterr().out)["this_device"]["reason"] in shown
 
 
+def test_bundle_show_names_the_blocks_and_what_a_transfer_rests_on(capsys, tmp_path):
+    """``nitro bundle show`` said only "transfer (kernel model)" for a device taking a transfer
+    block, and never listed the blocks: the block, where the features came from, those taken
+    from the nearest source and a device far outside the sources (a model not to trust) were in
+    --json alone. It reads a file: no --store to give."""
+    from nitro.bundle import Bundle, Transfer
+    from nitro.model import SelectorModel
+    block = Transfer(sources=["dev1", "dev2"], device_features=["cores", "clock"], variants=["a", "b"],
+                     input={"signed_log": True, "mean": [0.0], "scale": [1.0], "gamma": 0.5, "centers": [[0.0], [3.0]]},
+                     weights=[[[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.0], [0.0, 1.0]]], offset=[0.0, 0.0],
+                     dev_mean=[2.22, 1.08], dev_std=[0.61, 0.17], varies=[True, True], spread2=8.0)
+    model = SelectorModel(["a", "b"], ["n"], "constant", {"label": 1})
+    info = {"dev1": {"features": {"cores": 4, "clock": 1.5}, "product": "gpu_one"},
+            "dev2": {"features": {"cores": 16, "clock": 2.5}}}
+    sheet = {"gpu_one": {"kind": "gpu", "names": ["Gpu One"], "features": {"cores": 4, "clock": 1.5}},
+             "big_gpu": {"kind": "gpu", "names": ["Big Gpu 9000"], "features": {"cores": 4000}}}
+    out = Bundle.build("toy", ["a", "b"], ["n"], "a", {"dev1": model, "dev2": model}, info=info,
+                       transfer={"*": block}, datasheet=sheet).save(tmp_path / "toy.json")
+    assert main(["bundle", "show", str(out), "--device", "Big Gpu 9000"]) == 0
+    shown = capsys.readouterr().out
+    assert "default a; transfer blocks * (2 sources)" in shown
+    assert "on Big Gpu 9000: transfer (kernel model)\n  block *, device features from datasheet (big_gpu)" in shown
+    assert "taken from the nearest source: clock (dev2)" in shown
+    assert "warning: Big Gpu 9000 lies outside the sources' device features" in shown
+    assert main(["bundle", "show", str(out), "--device", "Gpu One"]) == 0
+    assert "on Gpu One: product (constant model): the model of dev1, of the same product gpu_one" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["bundle", "show", str(out), "--store", "redis://localhost:1"])
+    assert "unrecognized arguments: --store" in capsys.readouterr().err
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="recording checks /proc/stat (Linux)")
 def test_ctrl_c_in_record_says_what_is_kept_and_how_to_resume(tmp_path):
     """Before 2026-11-28 a Ctrl-C in `nitro record` printed only "nitro: interrupted", though the
