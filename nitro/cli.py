@@ -178,6 +178,8 @@ def _model_file(path: str):
         model = SelectorModel.from_dict(json.loads(raw))
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError) as exc:
         raise ValueError(f"{path} is not a nitro model ({exc})") from None
+    except ValueError as exc:          # --model is repeatable: say which file
+        raise ValueError(f"model file {path}: {exc}") from None
     target = model.provenance.get("target") or transfer_origin(model.provenance).get("target")
     if not target:
         raise ValueError(f"{path}: the model names no target device (provenance['target'], or that of the "

@@ -319,6 +319,17 @@ def test_cli_takes_a_model_file_written_by_tune_from_source(bundle, tmp_path, ca
     assert main(["export-cpp", "my-solver-from-a-file", "--model", str(tmp_path / "new_gpu.json"),
                  "-o", str(out)]) == 2
     assert f"no model file {tmp_path / 'new_gpu.json'} (nitro tune-from-source" in capsys.readouterr().err
+    # --model is repeatable: a file that is no model (a bundle, a broken one) is named in the error
+    (tmp_path / "ok.json").write_text(json.dumps({**d, "provenance": {"target": "gpu_a"}}))
+    bundle.save(tmp_path / "bundle.json")
+    d["params"] = {"label": -1}
+    d["kind"] = "constant"
+    (tmp_path / "broken.json").write_text(json.dumps(d))
+    for bad, message in (("bundle.json", "a bundle of models, not one model"), ("broken.json", "invalid label")):
+        assert main(["export-cpp", "my-solver-from-a-file", "--model", str(tmp_path / "ok.json"),
+                     "--model", str(tmp_path / bad), "-o", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert f"nitro: error: model file {tmp_path / bad}: " in err and message in err, err
 
 
 CPU_DRIVER = r"""
