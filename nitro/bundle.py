@@ -328,6 +328,8 @@ class Bundle:
         known_keys(data, FIELDS, "bundle field")
         for key, kind in (("computation", str), ("default", str), ("variants", list), ("input_features", list),
                           ("devices", dict)):
+            if key not in data:
+                raise ValueError(f"malformed bundle: it has no {key!r}")
             if not isinstance(data.get(key), kind):
                 raise ValueError(f"malformed bundle: {key!r} must be {'text' if kind is str else 'a ' + kind.__name__}, "
                                  f"got {type(data.get(key)).__name__}")
@@ -338,7 +340,11 @@ class Bundle:
         try:
             devices = {}
             for d, e in data["devices"].items():
+                if not isinstance(e, dict):
+                    raise ValueError(f"device {d!r} must be an object, got {type(e).__name__}")
                 known_keys(e, DEVICE_FIELDS, f"device {d!r}: field")
+                if "model" not in e:
+                    raise ValueError(f"device {d!r} has no 'model'")
                 try:
                     model = SelectorModel.from_dict(e["model"])
                 except ValueError as exc:
