@@ -674,8 +674,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("computation")
     p.add_argument("-o", "--output", required=True, help="bundle file (.json, or .json.gz gzipped)")
     p.add_argument("--devices", help="comma-separated devices (default: every device with rows)")
-    p.add_argument("--learner", default="svm", help="learner for devices without a stored model (default svm)")
-    p.add_argument("--default", help="the default variant (default: the first)")
+    p.add_argument("--learner", default="svm", help="learner fitted (and stored) for devices without a stored "
+                   "model: svm, regression, costmin, lsq, tree or threshold (default svm)")
+    p.add_argument("--default", help="the variant run where no model applies (default: the store's first; give "
+                   "your code variant's own, which C++ headers exported from the bundle fall back to)")
     p.set_defaults(func=cmd_bundle_build)
     shown = argparse.ArgumentParser(add_help=False)     # reads a file: no store, no parallel loops
     shown.add_argument("--json", action="store_true", help="print JSON instead of a table")

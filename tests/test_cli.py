@@ -19,6 +19,18 @@ def test_every_subcommand_has_help(capsys):
     assert "usage" in out and "The nitro command line: variant tuning" in out and "``" not in out   # no reST markup
 
 
+def test_bundle_build_help_names_every_learner_it_takes(capsys):
+    """--learner's help named none of the learners it takes (an unknown one is refused)."""
+    from nitro.learn import SELECTORS
+    with pytest.raises(SystemExit):
+        main(["bundle", "build", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    start = text.rindex("--learner LEARNER")           # its option's help, not the usage line
+    learner = text[start:text.index("--default DEFAULT", start)]
+    assert all(name in learner for name in SELECTORS), learner
+    assert "the store's first" in text
+
+
 def test_errors_are_one_line_and_name_the_problem(capsys, tmp_path):
     assert main(["store", "export", "nope", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
