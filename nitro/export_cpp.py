@@ -274,7 +274,8 @@ struct LastLookup {
 };
 
 // The variant index to run for features on device: its model's choice, else (no model for
-// the device, or a feature that is not finite) the default variant.
+// the device, or a feature that is not finite) the default variant. *path: how the model was
+// found ("exact", "product"), or "default" where the default variant runs.
 inline int select(const char* device, const double* features, const char** path = nullptr) {
   thread_local LastLookup last{};
   if (device == nullptr) device = "";
@@ -287,9 +288,9 @@ inline int select(const char* device, const double* features, const char** path 
     last.model = index;
     last.path = found;
   }
-  if (path) *path = last.path;
   const int model = last.model;
   const int chosen = model >= 0 ? predict(static_cast<std::size_t>(model), features) : -1;
+  if (path) *path = chosen >= 0 ? last.path : "default";
   return chosen >= 0 ? chosen : default_variant;
 }
 

@@ -26,7 +26,8 @@ DRIVER = r"""
 #include <iostream>
 #include <string>
 namespace ns = NAMESPACE;
-// P <model> <n values>: the variant chosen; D <name>: model index and path; S <name> <values>: select
+// P <model> <n values>: the variant chosen; D <name>: model index and path; S <name> <values>: select;
+// Q <name> <values>: select's variant and path
 int main() {
   std::string cmd;
   double x[ns::n_features + 1];
@@ -46,6 +47,12 @@ int main() {
       std::string t;
       std::cin >> t;
       x[j] = std::strtod(t.c_str(), nullptr);
+    }
+    if (cmd == "Q") {
+      const char* path = nullptr;
+      const int v = ns::select(name.c_str(), x, &path);
+      std::printf("%d %s\n", v, path);
+      continue;
     }
     std::printf("%d\n", cmd == "P" ? ns::predict(model, x) : ns::select(name.c_str(), x));
   }
@@ -202,6 +209,11 @@ def test_select_runs_the_default_on_unknown_devices_and_bad_values(bundle, drive
     lines = [f"S {svm} 100000 0.5 0.3", "S no-such-device 100000 0.5 0.3", f"S {svm} nan 0.5 0.3"]
     assert [int(v) for v in driver(lines)] == [bundle.variants.index(bundle.devices[svm]["model"].variants[chosen]),
                                                default, default]
+    # the path says what ran: a feature that is not finite runs the default, not the exact model
+    assert driver([f"Q {svm} 100000 0.5 0.3", f"Q {svm} nan 0.5 0.3", f"Q {svm} 100000 inf 0.3",
+                   "Q no-such-device 100000 0.5 0.3"]) == \
+        [f"{bundle.variants.index(bundle.devices[svm]['model'].variants[chosen])} exact", f"{default} default",
+         f"{default} default", f"{default} default"]
 
 
 def test_select_remembers_the_last_name_only_while_it_repeats(bundle, driver):
