@@ -45,8 +45,11 @@ def check_options(computation: str, store=None, refit=None, budget: float = BUDG
     if candidates is not None and candidates < 2:
         raise ValueError(f"an explored call compares at least 2 variants (None: all; on the command line, 0), "
                          f"got candidates={candidates}")
-    if refit_every < 1 or window < 1 or warmup < 0 or queue_size < 1 or repeats < 1:
-        raise ValueError("refit_every, window, queue_size and repeats must be positive, warmup not negative")
+    wrong = [f"{name}={value}" for name, value, least in (("refit_every", refit_every, 1), ("window", window, 1),
+             ("warmup", warmup, 0), ("queue_size", queue_size, 1), ("repeats", repeats, 1)) if value < least]
+    if wrong:
+        raise ValueError(f"{computation}: refit_every, window, queue_size and repeats must be at least 1, warmup "
+                         f"at least 0, got {', '.join(wrong)}")
     if refit_in not in ("process", "thread"):
         raise ValueError(f"refit_in is 'process' or 'thread', got {refit_in!r}")
     if device_id is not None and not (isinstance(device_id, str) and device_id):

@@ -59,7 +59,10 @@ def test_refine_arguments_are_checked():
     (dict(time_budget=0), ValueError, "positive share of the served time"),
     (dict(candidates=0), ValueError, "at least 2 variants"),
     (dict(audit=1.5), ValueError, "audit is a share of the sure candidate calls"),
-    (dict(audit="some"), TypeError, "got audit='some'")])
+    (dict(audit="some"), TypeError, "got audit='some'"),
+    (dict(refit_every=0), ValueError, "got refit_every=0"), (dict(repeats=0), ValueError, "got repeats=0"),
+    (dict(window=0), ValueError, "got window=0"), (dict(warmup=-1), ValueError, "got warmup=-1"),
+    (dict(queue_size=0), ValueError, "got queue_size=0")])
 def test_refining_options_of_the_wrong_type_or_value_are_refused_when_refining_starts(options, error, message):
     """Refused before anything changes: a refiner already running keeps running."""
     cv = make_cv([])
