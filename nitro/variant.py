@@ -272,6 +272,11 @@ class CodeVariant:
             raise TypeError(f"{self.name}: refine(on) takes True, False or None; give the store as store=")
         if on:                                # a bad option leaves a running refiner running
             from .refine import CHECKED_OPTIONS, OPTIONS, check_options
+            own = sorted({"check", "reference"} & set(options))
+            if own:                           # the code variant's, as in tune(): set there, used by both
+                raise TypeError(f"{self.name}: {' and '.join(own)} belong to the code variant, not to refine(): "
+                                f"give them to code_variant(..., {', '.join(o + '=' for o in own)}) or set "
+                                f"{', '.join('cv.' + o for o in own)} before refine()")
             unknown = sorted(set(options) - set(OPTIONS))
             if unknown:
                 raise TypeError(f"{self.name}: unknown refining options {unknown}; known: {', '.join(OPTIONS)}")

@@ -61,8 +61,7 @@ class Refiner(ExploreMixin, RefitMixin, WriterMixin):
                  window: int = 256, warmup: int = 16, refit_every: int = REFIT_EVERY,
                  refit: Callable | None = None, queue_size: int = 1024, seed: int = 0,
                  repeats: int = 1, background: bool = True, on_stop: Callable | None = None,
-                 refit_in: str = REFIT_IN, audit: float = AUDIT, check: Callable | None = None,
-                 reference: Callable | None = None):
+                 refit_in: str = REFIT_IN, audit: float = AUDIT, check: Callable | None = None):
         check_options(computation, store=store, refit=refit, budget=budget, time_budget=time_budget,
                       quantile=quantile, candidates=candidates, window=window, warmup=warmup,
                       refit_every=refit_every, queue_size=queue_size, repeats=repeats, audit=audit,
@@ -74,7 +73,7 @@ class Refiner(ExploreMixin, RefitMixin, WriterMixin):
         if store is not None and not device_id:
             raise ValueError(f"{computation}: recording refined rows needs the device id they belong to")
         self.computation, self.device_id = computation, device_id
-        self.check, self.reference = check, reference
+        self.check = check
         self.budget, self.candidates, self.quantile = float(budget), candidates, float(quantile)
         self.audit = float(audit)
         self.time_budget = None if time_budget is None else float(time_budget)
@@ -219,5 +218,5 @@ class Refiner(ExploreMixin, RefitMixin, WriterMixin):
                 "refit_starved": getattr(self._refit, "starved", None), "active": not self._stopped}
 
 
-OPTIONS = tuple(p for p in inspect.signature(Refiner.__init__).parameters
-                if p not in ("self", "dispatcher", "computation", "store", "device_id", "on_stop"))   # refine(**options)
+OPTIONS = tuple(p for p in inspect.signature(Refiner.__init__).parameters   # refine(**options); the check
+                if p not in ("self", "dispatcher", "computation", "store", "device_id", "on_stop", "check"))   # is the cv's

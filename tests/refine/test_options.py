@@ -71,3 +71,17 @@ def test_refining_options_of_the_wrong_type_or_value_are_refused_when_refining_s
         cv.refine(**options)
     assert cv.refiner is running and running.active
     running.stop()
+
+
+@pytest.mark.parametrize("option", ["check", "reference"])
+def test_check_and_reference_given_to_refine_are_refused_as_the_code_variants_own(option):
+    """refine(check=...) had failed with Python's "got multiple values for keyword argument
+    'check'" and refine(reference=...) had been taken and never used, though both were listed as
+    known refining options: they are the code variant's, used by tune() and refining alike."""
+    cv = make_cv([])
+    with pytest.raises(TypeError, match=f"{option} belong to the code variant.*code_variant\\(..., {option}=\\)"):
+        cv.refine(**{option: lambda *a: True})
+    assert cv.refiner is None
+    with pytest.raises(TypeError, match="unknown refining options") as error:
+        cv.refine(bogus=1)
+    assert "check" not in str(error.value) and "reference" not in str(error.value)
