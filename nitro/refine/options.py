@@ -26,7 +26,8 @@ OPTIONAL_OPTIONS = ("time_budget", "candidates")     # None: no time bound, ever
 def check_options(computation: str, store=None, refit=None, budget: float = BUDGET,
                   time_budget: float | None = TIME_BUDGET, quantile: float = QUANTILE, candidates: int | None = 2,
                   window: int = 256, warmup: int = 16, refit_every: int = REFIT_EVERY, queue_size: int = 1024,
-                  repeats: int = 1, audit: float = AUDIT, refit_in: str = REFIT_IN, device_id: str | None = None) -> None:
+                  repeats: int = 1, audit: float = AUDIT, refit_in: str = REFIT_IN, device_id: str | None = None,
+                  seed: int = 0, background: bool = True) -> None:
     """Refining options checked before anything runs (:class:`Refiner`, and the replay before it
     reads a data set): a wrong type or value is an error naming it, not a failure counted later
     by the writer or refit thread (``store=42``, ``refit="trees"``, ``repeats=2.5``)."""
@@ -52,6 +53,11 @@ def check_options(computation: str, store=None, refit=None, budget: float = BUDG
                          f"at least 0, got {', '.join(wrong)}")
     if refit_in not in ("process", "thread"):
         raise ValueError(f"refit_in is 'process' or 'thread', got {refit_in!r}")
+    if not isinstance(background, bool):
+        raise TypeError(f"{computation}: background is True (refits beside the calls) or False (refits in the "
+                        f"calling thread), got {background!r}")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"{computation}: seed is a whole number (the exploring's random draws), got {seed!r}")
     if device_id is not None and not (isinstance(device_id, str) and device_id):
         raise TypeError(f"{computation}: device_id is the non-empty name rows are recorded under, got {device_id!r}")
 

@@ -65,7 +65,7 @@ class Refiner(ExploreMixin, RefitMixin, WriterMixin):
         check_options(computation, store=store, refit=refit, budget=budget, time_budget=time_budget,
                       quantile=quantile, candidates=candidates, window=window, warmup=warmup,
                       refit_every=refit_every, queue_size=queue_size, repeats=repeats, audit=audit,
-                      refit_in=refit_in, device_id=device_id)
+                      refit_in=refit_in, device_id=device_id, seed=seed, background=background)
         model = dispatcher.model
         if model is None:
             raise ValueError(f"{computation}: refining mode refines a model: tune, tune_from_source or "

@@ -62,7 +62,10 @@ def test_refine_arguments_are_checked():
     (dict(audit="some"), TypeError, "got audit='some'"),
     (dict(refit_every=0), ValueError, "got refit_every=0"), (dict(repeats=0), ValueError, "got repeats=0"),
     (dict(window=0), ValueError, "got window=0"), (dict(warmup=-1), ValueError, "got warmup=-1"),
-    (dict(queue_size=0), ValueError, "got queue_size=0")])
+    (dict(queue_size=0), ValueError, "got queue_size=0"),
+    (dict(background="no"), TypeError, "background is True .* or False .*, got 'no'"),
+    (dict(background=0), TypeError, "got 0"),
+    (dict(seed="x"), TypeError, "seed is a whole number .*, got 'x'"), (dict(seed=1.5), TypeError, "got 1.5")])
 def test_refining_options_of_the_wrong_type_or_value_are_refused_when_refining_starts(options, error, message):
     """Refused before anything changes: a refiner already running keeps running."""
     cv = make_cv([])
