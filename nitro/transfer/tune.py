@@ -171,7 +171,21 @@ def _default_sources(store: Store, name: str, target: str, target_meta: dict) ->
         warnings.warn(f"{name}: the kind of {target!r} is unknown, so sources of every kind are used ({counts}) and "
                       "only the device features all of them have; give its kind (\"kind\": \"cpu\" in its features, "
                       "or a kind column on import) to use the sources of its kind", stacklevel=4)
-    return sources_of_kind(kinds, target, candidates)
+    sources, left_out = sources_of_kind(kinds, target, candidates)
+    featureless = [s for s in sources if store.device(s, missing_ok=True) is None]
+    left_out.update({s: "no device features recorded (its devices.csv row gives none): write them in "
+                        "devices.csv and import it again to use it as a source" for s in featureless})
+    return [s for s in sources if s not in featureless], left_out
+
+
+def _featureless_sources_error(store: Store, name: str, sources: list[str]) -> None:
+    """Refuse named sources that have rows but no device-feature record: a source's features
+    place it beside the target; without them it cannot be learnt from."""
+    featureless = [s for s in sources if store.device(s, missing_ok=True) is None]
+    if featureless:
+        raise ValueError(f"{name}: source devices {featureless} have no device features recorded (their "
+                         "devices.csv rows give none): write their features in devices.csv and import it again, "
+                         "or leave them out of --sources")
 
 
 def _load(store: Store, name: str, variants, features, sources, target, target_features, keep_variants,
@@ -196,10 +210,12 @@ def _load(store: Store, name: str, variants, features, sources, target, target_f
         raise ValueError(f"{name}: no training rows for source devices {missing}; recorded: {recorded}")
     if target in sources:
         raise ValueError(f"{name}: the target {target!r} cannot also be a source")
+    _featureless_sources_error(store, name, sources)
     if not sources:
         only = f" but the target {target!r} itself" if target in recorded else ""
         raise ValueError(f"{name}: no source device has training rows in the store{only}: a source is another "
-                         "device (tune() on it, or bring its rows in with nitro store import)")
+                         "device (tune() on it, or bring its rows in with nitro store import)"
+                         + "".join(f"; left out {s}: {why}" for s, why in sources_left_out.items()))
     records = {**{s: store.device(s) for s in sources},
                target: target_record}
     rows = {s: store.rows(name, s) for s in progress_bar(sources, desc="reading rows", unit="source", enabled=progress)}

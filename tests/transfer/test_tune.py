@@ -544,3 +544,21 @@ def test_a_model_tune_trained_on_the_target_is_not_replaced_in_silence(store):
             tune_from_source(store, "toy", VARIANTS, ["size", "skew"], **kw)
     assert store.model("toy", "dev0")["provenance"]["method"] != "on-device"
     assert not [w for w in again if "trained on dev0" in str(w.message)]
+
+
+def test_a_source_without_device_features_is_left_out_by_default_and_refused_when_named(store):
+    """A dataset whose devices.csv row for one device is empty: its rows are imported but no
+    feature record; the default sources leave it out, saying why, and naming it is an error
+    saying what to do, rather than the store's bare 'unknown device'."""
+    m = record_planted(store)
+    store.declare("toy", VARIANTS, ["size", "skew"])
+    t = m.for_device("dev0")
+    store.put_rows("toy", "bare", [TrainingRow(i, m.inputs.loc[i].to_dict(), t.loc[i].to_dict()) for i in t.index])
+    model = tune_from_source(store, "toy", VARIANTS, ["size", "skew"], target="dev0", max_subset_size=2,
+                             save=False, progress=False)
+    assert "bare" not in model.provenance["sources"]
+    assert "no device features recorded" in model.provenance["sources_left_out"]["bare"]
+    with pytest.raises(ValueError, match=r"source devices \['bare'\] have no device features recorded.*"
+                                         "write their features in devices.csv"):
+        tune_from_source(store, "toy", VARIANTS, ["size", "skew"], target="dev0", sources=["bare", "dev1", "dev2"],
+                         save=False, progress=False)
