@@ -190,7 +190,8 @@ def import_computation(store: Store, computation: str, directory, variants=None,
         records, device_notes = _device_writes(store, directory, devices, update_devices)
         notes += device_notes + _unmeasured_note(devices, measured) + \
             [_unlisted_note(store, d, list(devices.index)) for d in measured
-             if d not in devices.index and store.device(d, missing_ok=True) is None]
+             if d not in devices.index and store.device(d, missing_ok=True) is None] + \
+            _featureless_note(store, devices, records, measured)
         store.declare(computation, variants, features)
         for device, (record, metadata) in records.items():
             if record:
@@ -320,6 +321,18 @@ def _unmeasured_note(devices: pd.DataFrame, measured: list[str]) -> list[str]:
     shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
     return [f"{len(names)} devices of devices.csv have no measurements here ({shown}): their features and "
             "metadata are recorded, for tuning from sources"]
+
+
+def _featureless_note(store: Store, devices: pd.DataFrame, records: dict, measured: list[str]) -> list[str]:
+    """The note on measured devices whose ``devices.csv`` row gives no device feature (every
+    numeric cell empty, where other rows fill some) and of which the store has none either."""
+    names = [d for d in measured if d in devices.index and not (records.get(d) or ({},))[0]
+             and store.device(d, missing_ok=True) is None]
+    if not names or not device_feature_names(devices):      # no feature column at all: nothing left empty
+        return []
+    return [f"devices {names} have no device feature in devices.csv (every numeric cell empty): their rows are "
+            "stored without device features; tune-from-source cannot use them as sources until their features "
+            "are written in devices.csv and imported again"]
 
 
 def _unlisted_note(store: Store, device: str, listed: list[str]) -> str:

@@ -579,3 +579,16 @@ def test_an_import_interrupted_while_writing_says_what_it_left_and_completes_whe
     monkeypatch.setattr(redis.client.Pipeline, "execute", real)
     assert main(["store", "import", str(src), "t", "--store", server.url]) == 0
     assert {d: admin.rows("t", d) for d in admin.devices("t")} == full
+
+
+def test_a_measured_device_whose_devices_row_gives_no_feature_is_noted(store, tmp_path):
+    """A devices.csv row with every numeric cell empty: the rows are imported, and the import
+    says that the device has no features, as for a device without a row at all."""
+    times = {(d, i, "a"): 1.0 for d in ("k40", "bare") for i in ("i0", "i1")}
+    _folder(tmp_path / "ds", {"device": ["k40", "bare"], "cores": [2880, None], "arch": ["kepler", "pascal"]}, times)
+    notes = import_computation(store, "x", tmp_path / "ds")["notes"]
+    assert any(n.startswith("devices ['bare'] have no device feature in devices.csv") and
+               "tune-from-source cannot use them as sources" in n for n in notes), notes
+    assert not any("'k40'" in n for n in notes)
+    store.put_device("bare", {"cores": {"value": 4.0}})             # recorded since: no such note
+    assert not any("no device feature" in n for n in import_computation(store, "x", tmp_path / "ds")["notes"])
