@@ -344,6 +344,19 @@ def not_positive_note(count: int, what: str = "time_s") -> list[str]:
     return [f"{count} measurements have a {what} of zero or less: read as failed runs"] if count else []
 
 
+LONG_RUN_S = 1000.0     # a median run above this many seconds suggests times in other units (ns)
+
+
+def long_times_note(median: float | None) -> list[str]:
+    """The note on a ``time_s`` column whose median run exceeds :data:`LONG_RUN_S` seconds:
+    read as seconds all the same (a ratio of times scores a choice, so figures of quality do
+    not change), but times written in nanoseconds or microseconds look so."""
+    if median is None or not median > LONG_RUN_S:
+        return []
+    return [f"the median time_s is {median:.4g} s ({median / 3600:.3g} hours): times are read as seconds; if they "
+            "are in other units (ns, µs), divide them into seconds, so that the times nitro prints mean what they say"]
+
+
 MEASUREMENT_COLUMNS = ("device", "input", "variant", "time_s")
 ERROR_COLUMN = "error"      # optional: why a run without a time failed ("wrong result", "raised ...")
 
@@ -446,6 +459,7 @@ def load_dataset_dir(directory) -> Measurements:
     notes += unmeasured_inputs_note(len(unmeasured), min(unmeasured) if len(unmeasured) else None) + unnamed_note(unnamed)
     counts = counts[counts.index.get_level_values("input").isin(values.index[~bad])]    # the others: noted above
     notes += dropped.notes() + repeated_note(int((counts > 1).sum()), int(counts.max()) if len(counts) else 0)
+    notes += long_times_note(meas["time_s"].median() if meas["time_s"].notna().any() else None)
     inputs = values.loc[~bad, kept]
     times = times[times.index.get_level_values(1).isin(inputs.index)]
     devices, device_notes = load_devices(directory)

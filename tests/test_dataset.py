@@ -149,3 +149,16 @@ def test_rows_naming_nothing_and_headers_naming_a_column_twice_are_told(tmp_path
     table.assign(clock=[5, 6, 7]).to_csv(tmp_path / "devices.csv", index=False, header=["device", "cores", "cores"])
     with pytest.raises(ValueError, match="devices.csv: not a readable CSV file: column 'cores' appears more than once"):
         load_dataset_dir(tmp_path)
+
+
+def test_times_that_look_like_nanoseconds_are_noted_and_seconds_are_not(tmp_path):
+    """time_s is read as seconds; a median run of hours (times written in ns) gets a note
+    saying so, the same times in seconds none."""
+    write_dataset(tmp_path, {"cores": [1.0, 2.0, 3.0]})
+    assert not any("median time_s" in n for n in load_dataset_dir(tmp_path).notes)
+    meas = pd.read_csv(tmp_path / "measurements.csv")
+    meas["time_s"] *= 1e9
+    meas.to_csv(tmp_path / "measurements.csv", index=False)
+    data = load_dataset_dir(tmp_path)
+    assert any(n.startswith("the median time_s is 3e+09 s") and "ns" in n for n in data.notes), data.notes
+    assert data.times.max().max() == 5e9            # read as written, in seconds

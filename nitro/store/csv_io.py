@@ -23,7 +23,7 @@ import pandas as pd
 
 from ..dataset import (ERROR_COLUMN, FEATURE_COLUMNS, MEASUREMENT_COLUMNS, DroppedTimes, check_measurement_columns,
                        csv_path, dataset_dir, dataset_files, device_feature_names, dropped_inputs_note, failed_runs,
-                       input_columns, load_devices, load_feature_provenance, read_csv_chunks, refuse_to_overwrite,
+                       input_columns, load_devices, long_times_note, load_feature_provenance, read_csv_chunks, refuse_to_overwrite,
                        repeated_note, run_times, text_examples, unlisted_inputs_note, unmeasured_inputs_note,
                        unnamed_note, unread_columns_note)
 from ..progress import progress_bar
@@ -151,6 +151,9 @@ def import_computation(store: Store, computation: str, directory, variants=None,
         notes += unread + unnamed_note(unnamed) + dropped.notes() + repeated_note(*db.execute(
             "SELECT COUNT(*), COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) AS n FROM meas WHERE time IS NOT NULL "
             "AND input IN (SELECT input FROM inputs) GROUP BY device, input, variant HAVING n > 1)").fetchone())
+        notes += long_times_note(db.execute(       # the median time, as nitro evaluate reads it
+            "SELECT AVG(time) FROM (SELECT time FROM meas WHERE time IS NOT NULL ORDER BY time "
+            "LIMIT 2 - (SELECT COUNT(time) FROM meas) % 2 OFFSET (SELECT (COUNT(time) - 1) / 2 FROM meas))").fetchone()[0])
         devices, device_notes = load_devices(directory)
         notes += device_notes
         stored = store.meta(computation) if computation in store.computations() else None

@@ -592,3 +592,12 @@ def test_a_measured_device_whose_devices_row_gives_no_feature_is_noted(store, tm
     assert not any("'k40'" in n for n in notes)
     store.put_device("bare", {"cores": {"value": 4.0}})             # recorded since: no such note
     assert not any("no device feature" in n for n in import_computation(store, "x", tmp_path / "ds")["notes"])
+
+
+def test_an_import_notes_times_that_look_like_nanoseconds(store, tmp_path):
+    """The import says what nitro evaluate says of a time_s column whose median run is hours."""
+    times = {("d0", i, v): t for i, t0 in (("i0", 2e4), ("i1", 5e4)) for v, t in (("a", t0), ("b", 2 * t0))}
+    _folder(tmp_path / "ds", {"device": ["d0"], "cores": [8]}, times, inputs=("i0", "i1"))
+    notes = import_computation(store, "x", tmp_path / "ds")["notes"]
+    assert any(n.startswith("the median time_s is 4.5e+04 s") for n in notes), notes
+    assert load_dataset_dir(tmp_path / "ds").notes == [n for n in notes if "median time_s" in n]
