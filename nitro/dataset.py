@@ -231,6 +231,21 @@ def text_column(values: pd.Series) -> pd.Series:
                      index=values.index, name=values.name, dtype=object)
 
 
+def close_names(name: str, listed) -> list[str]:
+    """The names in ``listed`` that ``name`` may have meant: those equal to it but for case and
+    white space (``"tesla_k40m "``), else the closest spelling, if any is close."""
+    import difflib
+    key = "".join(name.split()).casefold()
+    listed = [str(n) for n in listed]
+    return [n for n in listed if "".join(n.split()).casefold() == key] or difflib.get_close_matches(name, listed, n=1)
+
+
+def did_you_mean(name: str, listed) -> str:
+    """`` (did you mean 'x'?)`` for :func:`close_names`, or nothing."""
+    guesses = close_names(name, listed)
+    return f" (did you mean {' or '.join(map(repr, guesses))}?)" if guesses else ""
+
+
 METADATA_COLUMNS = ("vendor", "kind", "arch")   # always metadata, even when written as numbers
 
 

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
 
-from .dataset import Measurements
+from .dataset import Measurements, did_you_mean
 from .learn import SELECTORS, SVMSelector, fit_selector
 from .learn.kron import TIME_WEIGHT, check_time_weight
 from . import memo
@@ -178,17 +178,24 @@ def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, 
         raise ValueError("devices.csv has no numeric device-feature column (only "
                          f"{', '.join(['device', *m.metadata_names])}): cross-device transfer describes each device "
                          "by figures such as its bandwidth, cores and clock; add them as numeric columns")
-    featureless = [d for d in devices if d not in m.devices.index
-                   or not np.isfinite(m.devices.loc[d, m.device_feature_names].to_numpy(dtype=float)).any()]
+    unlisted = [d for d in devices if d not in m.devices.index]
+    featureless = [d for d in devices if d in m.devices.index
+                   and not np.isfinite(m.devices.loc[d, m.device_feature_names].to_numpy(dtype=float)).any()]
     if featureless:
         notes.append(f"left out {', '.join(featureless)}: measured, but no device features in devices.csv")
-        devices = [d for d in devices if d not in featureless]
+    notes += [f"left out {d}: measured, but devices.csv has no row for it{did_you_mean(d, m.devices.index)}"
+              for d in unlisted]
+    devices = [d for d in devices if d not in featureless and d not in unlisted]
+    if not devices:
+        raise ValueError("no measured device has device features in devices.csv: " + "; ".join(notes[len(m.notes):])
+                         + "; device names must match between measurements and devices.csv")
     main, others = _groups(m, devices, targets)
     if len(main) < 4:
         apart = f" (devices.csv's 'kind' sets apart {', '.join(others)}; --devices names the ones to use)" if others else ""
         unmeasured = [d for d in m.devices.index if d not in m.device_ids]
         why = "".join(f"; left out {', '.join(ds)}: {reason}" for ds, reason in (
             (featureless, "measured, but no device features in devices.csv"),
+            (unlisted, "measured, but devices.csv has no row for it"),
             (unmeasured, "in devices.csv, but no measurement with a valid time")) if ds)
         raise ValueError(f"a cross-device evaluation needs at least 4 devices of one kind (a target and "
                          f"{MIN_SOURCES} or more sources), got {main}{apart}{why}")

@@ -209,7 +209,7 @@ def test_what_the_split_leaves_out_is_said_and_never_scored_as_a_failure(family_
     devices = pd.concat([m.devices.assign(kind="gpu", l2=[1.0, 2.0, np.nan, 4.0, 5.0, 6.0], none=np.nan),
                          pd.DataFrame({"cores": [8.0], "kind": ["cpu"], "l2": [3.0]}, index=["cpu0"])])
     data, idx, others, train, test, notes = split(Measurements(times, m.inputs, devices))
-    assert notes == ["left out ghost: measured, but no device features in devices.csv",
+    assert notes == ["left out ghost: measured, but devices.csv has no row for it",
                      "cross-kind cpu0 not scored: never timed b",
                      "device feature l2 unknown on dev2: not used where that device is involved",
                      "device feature none is empty on every device: not used",
@@ -379,3 +379,19 @@ def test_the_predicted_row_marks_a_target_outside_the_sources(odd_target):
     row = next(line for line in format_evaluation(r).splitlines() if line.startswith("predicted (CV-DFS"))
     assert row.count("*") == sum(outside.values()) and row.rstrip().endswith("*")
     assert "* outside the sources: what they show, not a figure to trust" in format_evaluation(r)
+
+
+def test_device_names_that_differ_from_devices_csv_only_by_white_space_are_an_error_naming_them(tmp_path):
+    """Every devices.csv name written with a trailing space: no measured device has features,
+    which is an error naming each device and the name it may have meant (it crashed with a
+    bare IndexError)."""
+    names = [f"dev{i}" for i in range(5)]
+    pd.DataFrame({"device": [n + " " for n in names], "cores": [1.0, 2.0, 3.0, 4.0, 5.0], "kind": "gpu"}).to_csv(
+        tmp_path / "devices.csv", index=False)
+    pd.DataFrame({"input": ["i0", "i1"], "size": [1.0, 2.0]}).to_csv(tmp_path / "inputs.csv", index=False)
+    pd.DataFrame([{"device": d, "input": i, "variant": v, "time_s": 1.0 + (v == "b")}
+                  for d in names for i in ("i0", "i1") for v in ("a", "b")]).to_csv(tmp_path / "measurements.csv",
+                                                                                   index=False)
+    with pytest.raises(ValueError, match="no measured device has device features in devices.csv: left out dev0: "
+                                         "measured, but devices.csv has no row for it \\(did you mean 'dev0 '\\?\\)"):
+        split(load_dataset_dir(tmp_path))

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import difflib
 import functools
 import itertools
 import json
@@ -22,7 +21,8 @@ import numpy as np
 import pandas as pd
 
 from ..dataset import (ERROR_COLUMN, FEATURE_COLUMNS, MEASUREMENT_COLUMNS, DroppedTimes, check_measurement_columns,
-                       csv_path, dataset_dir, dataset_files, device_feature_names, dropped_inputs_note, failed_runs,
+                       csv_path, dataset_dir, dataset_files, device_feature_names, did_you_mean, dropped_inputs_note,
+                       failed_runs,
                        input_columns, load_devices, long_times_note, load_feature_provenance, read_csv_chunks, refuse_to_overwrite,
                        repeated_note, run_times, text_examples, unlisted_inputs_note, unmeasured_inputs_note,
                        unnamed_note, unread_columns_note)
@@ -341,10 +341,7 @@ def _featureless_note(store: Store, devices: pd.DataFrame, records: dict, measur
 def _unlisted_note(store: Store, device: str, listed: list[str]) -> str:
     """The note on a measured device that ``devices.csv`` lacks (and the store has no features
     of), with the listed names it may be a misspelling of."""
-    key = "".join(device.split()).casefold()
-    guesses = ([d for d in listed if "".join(d.split()).casefold() == key]
-               or difflib.get_close_matches(device, listed, n=1))
-    hint = f" (did you mean {' or '.join(map(repr, guesses))}?)" if guesses else ""
+    hint = did_you_mean(device, listed)
     return (f"device {device!r} has no row in devices.csv{hint}: its rows are stored without device features; "
             "tune-from-source cannot use it as a source until its features are recorded")
 
