@@ -49,8 +49,22 @@ class EarlyStopping:
         return replace(self, min_variants=max(self.min_variants, floor))
 
     def __post_init__(self):
-        if not (0 < self.epsilon < 1 and 0 < self.alpha < 1 and self.race > 0 and self.min_variants >= 1):
-            raise ValueError(f"invalid early-stopping tolerances {self}")
+        for name in ("epsilon", "alpha", "race"):
+            value = getattr(self, name)
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+                raise TypeError(f"invalid early-stopping tolerances: {name} is a number, got {value!r}")
+        for name in ("min_variants", "exhaustive_inputs"):
+            value = getattr(self, name)
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+                raise TypeError(f"invalid early-stopping tolerances: {name} is a whole number, got {value!r}")
+        wrong = [f"{name} must be in (0, 1), got {getattr(self, name)!r}" for name in ("epsilon", "alpha")
+                 if not 0 < getattr(self, name) < 1]
+        wrong += [f"race must be positive, got {self.race!r}"] if not self.race > 0 else []
+        wrong += [f"min_variants must be at least 1, got {self.min_variants!r}"] if self.min_variants < 1 else []
+        wrong += ([f"exhaustive_inputs must be at least 0, got {self.exhaustive_inputs!r}"]
+                  if self.exhaustive_inputs < 0 else [])
+        if wrong:
+            raise ValueError(f"invalid early-stopping tolerances: {'; '.join(wrong)}")
 
     def race_bound(self, best_time: float | None) -> float | None:
         """A variant whose fastest sample exceeds this stops repeating."""

@@ -30,6 +30,23 @@ def test_vuduc_rule_on_a_hand_computed_example():
         EarlyStopping(alpha=1.5)
 
 
+@pytest.mark.parametrize("kwargs, error, says", [
+    ({"alpha": 1.5}, ValueError, "alpha must be in \\(0, 1\\), got 1.5"),
+    ({"epsilon": float("nan")}, ValueError, "epsilon must be in"),
+    ({"race": -1}, ValueError, "race must be positive, got -1"),
+    ({"min_variants": 0}, ValueError, "min_variants must be at least 1, got 0"),
+    ({"exhaustive_inputs": -3}, ValueError, "exhaustive_inputs must be at least 0, got -3"),
+    ({"epsilon": "0.1"}, TypeError, "epsilon is a number, got '0.1'"),
+    ({"min_variants": 2.5}, TypeError, "min_variants is a whole number, got 2.5"),
+    ({"race": True}, TypeError, "race is a number, got True"),
+])
+def test_early_stopping_names_the_tolerance_out_of_range(kwargs, error, says):
+    """A bad tolerance was refused with the whole dataclass and no word of which field was wrong,
+    a negative exhaustive_inputs was taken, and a text epsilon failed with a bare comparison error."""
+    with pytest.raises(error, match=says):
+        EarlyStopping(**kwargs)
+
+
 def test_racing_cuts_repetitions_of_clearly_slower_variants():
     variants = {"fast": sleeper(0.001), "slow": sleeper(0.01)}
     policy = TimingPolicy(min_repeats=2, max_repeats=6, target_seconds=10.0, isolate=False)
