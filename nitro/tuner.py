@@ -131,6 +131,14 @@ def _warn_if_wrong_variants_are_chosen(cv: CodeVariant, rows: Sequence[TrainingR
                           f"or exclude it where it fails (cv.add_constraint({v!r}, valid_if))", stacklevel=3)
 
 
+def _check_early_stopping(name: str, early_stopping) -> None:
+    """Refuse an ``early_stopping`` that is not a :class:`nitro.search.EarlyStopping` (or None),
+    before anything is measured: a number or True failed in the first input's measurement."""
+    if early_stopping is not None and not isinstance(early_stopping, EarlyStopping):
+        raise TypeError(f"{name}: early_stopping is a nitro.search.EarlyStopping (e.g. EarlyStopping(epsilon=0.05, "
+                        f"alpha=0.1, race=0.2)) or None, got {early_stopping!r}")
+
+
 class Autotuner:
     """Tunes code variants of one computation (the paper's ``autotuner``)."""
 
@@ -194,6 +202,7 @@ class Autotuner:
         :attr:`verdicts` (:class:`nitro.noise.Verdict` as a dict)."""
         if not self.training_args:
             raise ValueError(f"{self.name}: call set_training_args before tuning")
+        _check_early_stopping(self.name, early_stopping)
         picked = range(len(self.training_args)) if indices is None else indices
         device = cv.device_id or devices_mod.current_device_id()
         recorded: dict[str, TrainingRow] = {}
@@ -328,6 +337,7 @@ class Autotuner:
         says when the machine was too noisy for the gaps between variants."""
         if isinstance(variants, CodeVariant) or not all(isinstance(cv, CodeVariant) for cv in variants):
             raise TypeError(f"tune takes a list of code variants (tune([cv])), got {variants!r}")
+        _check_early_stopping(self.name, early_stopping)
         for cv in variants:                # before any measurement: a choice needs features to learn from
             if not cv.feature_names:
                 raise ValueError(f"{cv.name}: no input features: a model learns its choice from them; give "

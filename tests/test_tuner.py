@@ -296,3 +296,13 @@ def test_input_ids_are_the_same_for_numpy_and_python_numbers_and_object_arrays_n
     assert input_id((np.arange(3.0),)) != input_id((np.arange(3),))            # an array's dtype still counts
     with pytest.raises(TypeError, match="array of Python objects: pass ids="):
         input_id((np.array(["a", None], dtype=object),))
+
+
+def test_tune_refuses_an_early_stopping_that_is_not_one():
+    cv = code_variant("es_arg", {"a": lambda x: x, "b": lambda x: x}, {"x": lambda x: float(x)})
+    tuner = autotuner("es_arg", progress=False)
+    tuner.set_training_args([1, 2])
+    for bad in (0.5, True):
+        with pytest.raises(TypeError, match=r"early_stopping is a nitro.search.EarlyStopping.*got " + repr(bad)):
+            tuner.tune([cv], early_stopping=bad)
+    assert tuner.counts["calls"] == 0                # refused before measuring
