@@ -89,11 +89,12 @@ def judge(samples: Mapping[str, Sequence[float]], tie: float) -> Verdict:
     return Verdict(best, gap, noise, status, [best] + unresolved if unresolved else [], rounds)
 
 
-def summarize(verdicts: Sequence[Mapping]) -> dict:
+def summarize(verdicts: Sequence[Mapping], early_stopping: bool = False) -> dict:
     """The tuning report over the inputs measured (verdicts as :meth:`Verdict.to_dict`):
     how many were decided, ties or undecided, the median noise and gap of the undecided ones,
     whether that is too many (``too_noisy``, more than ``TOO_NOISY_SHARE`` of the inputs), and
-    the advice."""
+    the advice (``early_stopping``: measured with early stopping, whose re-timing
+    ``max_repeats`` caps, not ``max_rounds``)."""
     n = len(verdicts)
     status = [v["status"] for v in verdicts]
     undecided = [v for v in verdicts if v["status"] == "undecided"]
@@ -108,12 +109,14 @@ def summarize(verdicts: Sequence[Mapping]) -> dict:
         if undecided else None,
         "too_noisy": n > 0 and len(undecided) > TOO_NOISY_SHARE * n,
     }
-    report["advice"] = advice(report)
+    report["advice"] = advice(report, early_stopping)
     return report
 
 
-def advice(report: Mapping) -> str:
-    """One sentence on what the report means and what to do."""
+def advice(report: Mapping, early_stopping: bool = False) -> str:
+    """One sentence on what the report means and what to do (``early_stopping``: the inputs
+    were measured with early stopping, whose undecided contenders get ``max_repeats`` rounds at
+    most, so ``max_rounds`` would change nothing)."""
     if report["n_inputs"] == 0:
         return "no input was measured in this run"
     if not report["undecided"]:
@@ -123,9 +126,12 @@ def advice(report: Mapping) -> str:
             f"disagree by {100 * report['undecided_median_noise']:.1f}%")
     if not report["too_noisy"]:
         return what + f"; few enough to learn around (at most {100 * TOO_NOISY_SHARE:.0f}% of the inputs)"
+    rounds = ("(with early stopping they get max_repeats rounds at most: TimingPolicy(max_repeats=...), or tune "
+              "without early_stopping, whose re-timing goes up to TimingPolicy(max_rounds=...))" if early_stopping
+              else "(TimingPolicy(max_rounds=...))")
     return (what + ". The machine was too noisy for these gaps: tune again when other programs are not "
-            "running (check `uptime`), or on a dedicated or pinned core, or give undecided inputs more rounds "
-            "(TimingPolicy(max_rounds=...)); tune(..., remeasure=True) measures recorded inputs again")
+            f"running (check `uptime`), or on a dedicated or pinned core, or give undecided inputs more rounds {rounds}"
+            "; tune(..., remeasure=True) measures recorded inputs again")
 
 
 def format_report(report: Mapping) -> str:

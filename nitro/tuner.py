@@ -352,7 +352,7 @@ class Autotuner:
             self.training_rows[cv.name] = rows
             _warn_if_only_the_reference_is_right(cv, rows)
             _warn_if_checked_against_a_stand_in(cv, rows)
-            report = summarize(list(self.verdicts[cv.name].values()))
+            report = summarize(list(self.verdicts[cv.name].values()), early_stopping=early_stopping is not None)
             read_back = not report["n_inputs"]
             if read_back:                       # all read back: the report of the run that measured them
                 report = self._earlier_report(cv) or report

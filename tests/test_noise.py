@@ -56,3 +56,14 @@ def test_report_counts_verdicts_and_warns_only_above_the_share():
     assert "WARNING" in text and "5 of 10 inputs stayed undecided" in text and "8.0%" in text and "30.0%" in text
     assert "too noisy" in noisy["advice"] and "uptime" in noisy["advice"]
     assert advice(summarize([])) == "no input was measured in this run"
+
+
+def test_advice_after_early_stopping_names_max_repeats_not_max_rounds():
+    """Early stopping re-times undecided contenders up to max_repeats only, yet its report advised
+    TimingPolicy(max_rounds=...), which changes nothing there."""
+    decided = {"best": "a", "gap": 0.5, "noise": 0.01, "status": "decided"}
+    undecided = {"best": "a", "gap": 0.08, "noise": 0.3, "status": "undecided"}
+    plain = summarize([decided] * 5 + [undecided] * 5)["advice"]
+    assert "TimingPolicy(max_rounds=...)" in plain and "max_repeats" not in plain
+    raced = summarize([decided] * 5 + [undecided] * 5, early_stopping=True)["advice"]
+    assert "TimingPolicy(max_repeats=...)" in raced and "without early_stopping" in raced, raced

@@ -306,3 +306,28 @@ def test_tune_refuses_an_early_stopping_that_is_not_one():
         with pytest.raises(TypeError, match=r"early_stopping is a nitro.search.EarlyStopping.*got " + repr(bad)):
             tuner.tune([cv], early_stopping=bad)
     assert tuner.counts["calls"] == 0                # refused before measuring
+
+
+def test_noisy_report_of_an_early_stopping_tune_advises_max_repeats():
+    """The advice of a noisy early-stopping tune() named TimingPolicy(max_rounds=...), which its
+    re-timing (capped at max_repeats) ignores. Variant a's timed samples alternate 3 ms and 1 ms
+    (a noise of 200%), b takes 1.5 ms: the input stays undecided."""
+    from nitro.search import EarlyStopping
+    calls = {"a": 0}
+
+    def a(x):
+        calls["a"] += 1
+        time.sleep(0.003 if calls["a"] % 2 == 0 else 0.001)
+        return x
+
+    def b(x):
+        time.sleep(0.0015)
+        return x
+    cv = code_variant("es_noisy", {"a": a, "b": b}, {"x": lambda x: float(x)})
+    policy = TimingPolicy(min_repeats=2, max_repeats=2, target_seconds=0.0, isolate=False, exclusive=False)
+    tuner = autotuner("es_noisy", policy=policy, progress=False)
+    tuner.set_training_args([1])
+    with pytest.warns(UserWarning, match="max_repeats"):
+        tuner.tune([cv], early_stopping=EarlyStopping(exhaustive_inputs=5))
+    report = tuner.timing_report["es_noisy"]
+    assert report["undecided"] == 1 and "TimingPolicy(max_repeats=...)" in report["advice"], report
