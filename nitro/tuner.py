@@ -182,13 +182,19 @@ class Autotuner:
         args = [x if isinstance(x, tuple) else (x,) for x in inputs]
         if not args:
             raise ValueError("set_training_args: no training inputs given")
-        ids = [str(i) for i in ids] if ids is not None else [input_id(a) for a in args]
+        ids_given = ids is not None
+        ids = [str(i) for i in ids] if ids_given else [input_id(a) for a in args]
         if len(ids) != len(args):
             raise ValueError(f"set_training_args: {len(args)} inputs but {len(ids)} ids")
         if "" in ids:               # the store's rows are keyed by id: refused now, not after measuring
             raise ValueError(f"set_training_args: input {ids.index('')} has an empty id")
         if len(set(ids)) != len(ids):
-            raise ValueError("set_training_args: input ids are not unique (duplicate inputs?)")
+            seen: dict[str, int] = {}
+            pairs = [(seen[i], k, i) for k, i in enumerate(ids) if seen.setdefault(i, k) != k]
+            where = "; ".join(f"inputs {a} and {b} have id {i!r}" for a, b, i in pairs[:3])
+            raise ValueError(f"set_training_args: input ids are not unique ({len(pairs)} repeated: {where}): "
+                             + ("give each input an id of its own" if ids_given else
+                                "the same input given twice (drop the copy, or give ids=)"))
         self.training_args, self.training_ids = args, ids
 
     # -- measurement ---------------------------------------------------------------------------

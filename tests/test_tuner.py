@@ -331,3 +331,14 @@ def test_noisy_report_of_an_early_stopping_tune_advises_max_repeats():
         tuner.tune([cv], early_stopping=EarlyStopping(exhaustive_inputs=5))
     report = tuner.timing_report["es_noisy"]
     assert report["undecided"] == 1 and "TimingPolicy(max_repeats=...)" in report["advice"], report
+
+
+def test_repeated_training_inputs_are_named_by_position():
+    """Inputs that were not unique were refused with no word of which ones: in 48 images, the user
+    had to hunt for the copy."""
+    tuner = autotuner("dup", progress=False)
+    with pytest.raises(ValueError, match=r"1 repeated: inputs 0 and 2 have id .*drop the copy, or give ids="):
+        tuner.set_training_args([np.arange(3), np.arange(4), np.arange(3)])
+    with pytest.raises(ValueError, match=r"2 repeated: inputs 0 and 1 have id 'a'; inputs 0 and 3 have id 'a'.*"
+                                         "an id of its own"):
+        tuner.set_training_args([1, 2, 3, 4], ids=["a", "a", "b", "a"])
