@@ -11,7 +11,7 @@ import numpy as np
 
 from . import device_lock
 from . import devices as devices_mod
-from .dispatch import feature_vector
+from .dispatch import feature_vector, name_the_callable
 from .learn import SVMSelector, fit_selector, make_selector
 from .measurement import EXCLUDED, TimingPolicy, hash_array, measure_variants
 from .row import TrainingRow
@@ -229,7 +229,11 @@ class Autotuner:
         best_counts.update(r.best for r in rows)
         for iid, args in progress_bar(todo, desc=f"measuring {cv.name}", unit="input", enabled=self.progress):
             feats = feature_vector(cv.feature_names, cv.compute_features(*args), f"{cv.name}, input {iid}: ")
-            reference = cv.reference(*args) if cv.reference is not None else None
+            try:
+                reference = cv.reference(*args) if cv.reference is not None else None
+            except Exception as error:    # the user's known-good function: which one, on which input
+                name_the_callable(error, f"the reference of code variant {cv.name!r}, on input {iid}")
+                raise
             order = prior_order(cv.variant_names, best_counts) if early_stopping is not None else None
             stopping = (early_stopping.for_input(best_counts, sum(best_counts.values()), len(cv.variant_names))
                         if early_stopping is not None else None)

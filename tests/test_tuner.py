@@ -342,3 +342,16 @@ def test_repeated_training_inputs_are_named_by_position():
     with pytest.raises(ValueError, match=r"2 repeated: inputs 0 and 1 have id 'a'; inputs 0 and 3 have id 'a'.*"
                                          "an id of its own"):
         tuner.set_training_args([1, 2, 3, 4], ids=["a", "a", "b", "a"])
+
+
+def test_a_reference_that_raises_is_named_with_its_input():
+    """A reference that raised reached the user bare (a ZeroDivisionError from tune(), no word of
+    the reference or the input); its type is kept and a note names both."""
+    def broken(x):
+        return 1 / 0
+    cv = code_variant("ref_raises", {"a": lambda x: x, "b": lambda x: x}, {"x": lambda x: float(x)}, reference=broken)
+    tuner = autotuner("ref_raises", progress=False)
+    tuner.set_training_args([3], ids=["three"])
+    with pytest.raises(ZeroDivisionError) as caught:
+        tuner.tune([cv])
+    assert "(raised in the reference of code variant 'ref_raises', on input three)" in caught.value.__notes__
