@@ -50,6 +50,7 @@ from .noise import Verdict, judge
 
 
 MAX_CALLS_PER_SAMPLE = 100_000     # a timed loop of a short variant holds this many calls at most
+UNCOMPARABLE = "wrong result (not comparable with the reference: "   # the check raised: the reason begins so
 EXCLUDED = "excluded by constraint"  # the reason recorded for a variant a constraint kept from running
 
 
@@ -330,7 +331,7 @@ def measure_input(variants: Mapping[str, Callable], names: Sequence[str], args: 
             try:
                 same = bool(check(output, reference))
             except Exception as exc:  # e.g. None against an array: not the same result, not a crash
-                failed[name] = f"wrong result (not comparable with the reference: {type(exc).__name__}: {exc})"[:500]
+                failed[name] = f"{UNCOMPARABLE}{type(exc).__name__}: {exc})"[:500]
                 continue
             if not same:
                 failed[name] = "wrong result"

@@ -13,7 +13,7 @@ from . import device_lock
 from . import devices as devices_mod
 from .dispatch import feature_vector, name_the_callable
 from .learn import SVMSelector, fit_selector, make_selector
-from .measurement import EXCLUDED, TimingPolicy, hash_array, measure_variants
+from .measurement import EXCLUDED, UNCOMPARABLE, TimingPolicy, hash_array, measure_variants
 from .row import TrainingRow
 from .model import SelectorModel
 from .noise import NoisyMachineWarning, format_report, summarize
@@ -53,6 +53,15 @@ def _warn_if_only_the_reference_is_right(cv: CodeVariant, rows: Sequence[Trainin
     best = {r.best for r in rows}
     if len(best) == 1 and None not in best and all(
             all(r.failed.get(v, "").startswith("wrong result") for v in cv.variants if v != r.best) for r in rows):
+        reasons = [r.failed[v] for r in rows for v in cv.variants if v != r.best]
+        if cv.check is not None and all(why.startswith(UNCOMPARABLE) for why in reasons):
+            raised = reasons[0][len(UNCOMPARABLE):]
+            raised = raised[:-1] if raised.endswith(")") else raised
+            warnings.warn(f"{cv.name}: the check (code_variant(..., check=)) raised on every comparison, so every "
+                          f"variant but {next(iter(best))!r}, the one they were checked against, counts as wrong "
+                          f"and it is chosen everywhere: is the check right? ({raised})",
+                          stacklevel=3)
+            return
         warnings.warn(f"{cv.name}: on all {len(rows)} inputs every other variant's result differed from that of "
                       f"{next(iter(best))!r}, the variant they were checked against: is it right? Give "
                       "code_variant(..., reference=) a known-good function to check all of them against, "

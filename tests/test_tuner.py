@@ -165,6 +165,28 @@ def test_a_broken_default_that_every_other_variant_disagrees_with_is_warned_of()
                for r in tuner.training_rows["brokendefault"])        # None against a number: no crash
 
 
+def test_a_check_that_raises_on_every_comparison_is_named_not_the_variant_checked_against():
+    """A check= that raises counts every compared variant wrong, so the first variant run wins
+    everywhere; the warning had blamed that variant ("is it right?") where the check is at fault."""
+    def a(x):
+        return x + 1
+
+    def b(x):
+        return x + 1
+
+    def check(result, expected):
+        raise KeyError("tolerance")
+
+    tuner = autotuner("badcheck", policy=FAST, progress=False)
+    tuner.set_training_args([1.0, 2.0, 3.0])
+    cv = code_variant("badcheck", [a, b], {"x": lambda x: float(x)}, check=check)
+    with pytest.warns(UserWarning, match=r"badcheck: the check \(code_variant\(\.\.\., check=\)\) raised on every "
+                                         r"comparison, so every variant but 'a'.*is the check right\? "
+                                         r"\(KeyError: 'tolerance'\)$") as caught:
+        tuner.tune([cv])
+    assert not any("is it right?" in str(w.message) for w in caught)
+
+
 def test_a_variant_wrong_on_some_inputs_yet_chosen_is_warned_of():
     """'quick' is fast but wrong on every third input: never labelled best there, yet the model
     learns to choose it on inputs like the others; tune() says so and points to constraints. A
