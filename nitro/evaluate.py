@@ -37,7 +37,7 @@ from .transfer.analysis import architecture_sensitivity, best_variant_histogram,
 from .transfer.baselines import full_set_svm_choices
 from .transfer.confidence import FEW_SHOT_SHARE, estimate_quality, few_shot_count, few_shot_verdict
 from .transfer.cvdfs import MIN_SOURCES, cv_dfs, family_groups
-from .transfer.coverage import untimed_variants
+from .transfer.coverage import MIN_INPUTS as SPLIT_MIN_TRAIN, untimed_variants
 from .transfer.data import TransferData
 from .transfer.fewshot import pick_inputs
 from .transfer.fewshot_model import (TREES_FROM, cross_validated_score, cross_validation_folds, fit_few_shot,
@@ -242,6 +242,11 @@ def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, 
     rng = np.random.default_rng(seed)
     perm = rng.permutation(complete)
     n_test = int(round(test_size * len(perm)))
+    if n_test < 1 or len(perm) - n_test < SPLIT_MIN_TRAIN:
+        raise ValueError(f"test size {test_size:g} leaves {len(perm) - n_test} training and {n_test} test inputs of the "
+                         f"{len(perm)} evaluated: a split needs at least {SPLIT_MIN_TRAIN} training inputs (a "
+                         f"cross-device model's fewest) and 1 test input; give a test size between "
+                         f"{1 / len(perm):.3g} and {(len(perm) - SPLIT_MIN_TRAIN) / len(perm):.3g}")
     return data, idx, others, np.sort(perm[n_test:]), np.sort(perm[:n_test]), notes
 
 

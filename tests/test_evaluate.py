@@ -395,3 +395,14 @@ def test_device_names_that_differ_from_devices_csv_only_by_white_space_are_an_er
     with pytest.raises(ValueError, match="no measured device has device features in devices.csv: left out dev0: "
                                          "measured, but devices.csv has no row for it \\(did you mean 'dev0 '\\?\\)"):
         split(load_dataset_dir(tmp_path))
+
+
+@pytest.mark.parametrize("test_size, leaves", [(0.999, "leaves 0 training and 60 test"),
+                                               (0.001, "leaves 60 training and 0 test")])
+def test_a_test_size_that_leaves_no_training_or_no_test_input_is_refused_with_the_sizes_that_work(
+        family_measurements, test_size, leaves):
+    m, _ = family_measurements()           # 60 inputs: before, 0.999 failed in the on-device SVMs with a bare
+    with pytest.raises(ValueError, match=leaves) as err:   # "'NoneType' object is not subscriptable"
+        evaluate(m, test_size=test_size, methods=["majority", "cvdfs"])
+    assert "between 0.0167 and 0.967" in str(err.value)
+    assert split(m, test_size=58 / 60)[3].size == 2        # the bounds it names are accepted
