@@ -7,6 +7,17 @@ from pathlib import Path
 import numpy as np
 
 
+def method_colours(n: int) -> list:
+    """``n`` bar colours, no two alike: matplotlib's ten ``tab10`` colours, then the ten lighter
+    shades of ``tab20``, then evenly spaced ones of ``turbo`` beyond twenty (an evaluation shows
+    up to 13 methods, more than one colour cycle)."""
+    from matplotlib import colormaps
+    if n > 20:
+        return [colormaps["turbo"](x) for x in np.linspace(0.05, 0.95, n)]
+    tab20 = colormaps["tab20"].colors
+    return list(tab20[0::2] + tab20[1::2])[:n]
+
+
 def plot_evaluation(result: dict, directory) -> list[str]:
     """Write an evaluation's figures (``nitro evaluate`` result) into ``directory``; their paths."""
     import matplotlib
@@ -17,20 +28,20 @@ def plot_evaluation(result: dict, directory) -> list[str]:
     out.mkdir(parents=True, exist_ok=True)
     devices = list(result["targets"]) + list(result["cross_kind"])
     methods = list(result["methods"])
-    fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(devices)), 4.5))
+    fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(devices)) + 3, 4.5))      # + 3 in: the legend beside
     width = 0.8 / len(methods)
-    for i, m in enumerate(methods):
+    for i, (m, colour) in enumerate(zip(methods, method_colours(len(methods)))):
         vals = [result["targets"].get(d, result["cross_kind"].get(d, {})).get(m, np.nan) for d in devices]
-        ax.bar(np.arange(len(devices)) + i * width, vals, width, label=result["methods"][m])
+        ax.bar(np.arange(len(devices)) + i * width, vals, width, label=result["methods"][m], color=colour)
     ax.set_xticks(np.arange(len(devices)) + 0.4 - width / 2, devices, rotation=30, ha="right")
     ax.set_ylabel("% of exhaustive optimum")
     ax.set_ylim(50, 100)
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)   # off the bars
     family = result.get("holdout_by", "device")
     ax.set_title(f"Leave-one-{family}-out variant selection")
     fig.tight_layout()
     paths = [str(out / "percent_of_optimum.png")]
-    fig.savefig(paths[0], dpi=120)
+    fig.savefig(paths[0], dpi=120, bbox_inches="tight")
     plt.close(fig)
 
     counts = result["analysis"]["best_variant_counts"]

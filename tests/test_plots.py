@@ -16,3 +16,28 @@ def test_an_evaluation_plots_its_bars_best_variants_and_both_calibrations(tmp_pa
     r.pop("calibration"), r.pop("few_shot_calibration")
     assert [p.rsplit("/", 1)[1] for p in plot_evaluation(r, tmp_path / "bare")] == [
         "percent_of_optimum.png", "best_variant_counts.png"]                  # nothing to calibrate: no figure
+
+
+def test_every_method_has_a_bar_colour_of_its_own_and_the_legend_covers_no_bar(tmp_path, family_measurements,
+                                                                               monkeypatch):
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+    m, _ = family_measurements()
+    r = evaluate(m, max_size=1)              # every method: 13 bars per device, more than a 10-colour cycle
+    assert len(r["methods"]) > 10
+    saved, save = [], Figure.savefig
+
+    def keep(fig, *args, **kwargs):          # matplotlib's savefig, each figure looked at as it is written
+        out = save(fig, *args, **kwargs)
+        ax = fig.axes[0]
+        renderer = fig.canvas.get_renderer()
+        saved.append(([tuple(c.patches[0].get_facecolor()) for c in ax.containers],
+                      ax.get_legend().get_window_extent(renderer),
+                      [p.get_window_extent(renderer) for c in ax.containers for p in c.patches]))
+        return out
+    monkeypatch.setattr(Figure, "savefig", keep)
+    plot_evaluation(r, tmp_path)
+    colours, legend, bars = saved[0]                                   # percent_of_optimum.png
+    assert len(colours) == len(r["methods"]) == len(set(colours))     # before: random and few-shot 10% alike
+    assert not any(legend.overlaps(b) for b in bars)                   # before: it hid the first device's bars
