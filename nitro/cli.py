@@ -266,6 +266,16 @@ def _ints(text: str) -> list[int]:
         raise ValueError(f"expected comma-separated whole numbers, got {text!r}") from None
 
 
+def _seed_list(text: str) -> list[int]:
+    """``--seeds``: comma-separated whole numbers of at least 0."""
+    seeds = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [t for t in seeds if not (t.isascii() and t.isdigit())]
+    if bad or not seeds:
+        raise argparse.ArgumentTypeError(f"comma-separated whole numbers of at least 0, got {text!r}"
+                                         + (f" ({', '.join(map(repr, bad))} is not one)" if bad else ""))
+    return [int(t) for t in seeds]
+
+
 def cmd_bench_cvdfs(args):
     from .bench.cvdfs import bench_cvdfs, format_cvdfs
     result = bench_cvdfs(args.dataset, target=args.target, max_size=args.max_subset_size, seed=args.seed,
@@ -341,7 +351,7 @@ def cmd_evaluate(args):
     if args.seeds:
         if args.plot:
             raise ValueError("--plot draws one split's figures: give --seed, not --seeds")
-        result = evaluate_splits(load_dataset_dir(args.dataset), _ints(args.seeds), **options)
+        result = evaluate_splits(load_dataset_dir(args.dataset), args.seeds, **options)
         _emit(args, result, format_splits(result))
         return
     result = evaluate(load_dataset_dir(args.dataset), seed=args.seed, **options)
@@ -719,7 +729,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "are the targets, the other families the sources)")
     p.add_argument("--test-size", type=_fraction, default=0.5)
     p.add_argument("--seed", type=_at_least(0), default=0)
-    p.add_argument("--seeds", metavar="SEEDS", help="comma-separated split seeds (two or more): evaluate on each "
+    p.add_argument("--seeds", metavar="SEEDS", type=_seed_list, help="comma-separated split seeds (two or more): evaluate on each "
                    "random split and report every method's mean ± sd over them and its worst target")
     p.add_argument("--k", type=_at_least(1), default=1, help="features kept by the k-most-frequent CV-DFS rule")
     p.add_argument("--max-subset-size", type=_at_least(1), default=3)

@@ -152,6 +152,13 @@ def only_targets(data: TransferData, evaluated: list[int], others: list[str], ma
     return [t for t in evaluated if data.devices[t] in targets], [o for o in others if o in targets]
 
 
+def check_seed(seed) -> int:
+    """``seed`` as a split seed: a whole number of at least 0 (``True``, ``1.5`` and ``-1`` are refused)."""
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"a split seed is a whole number of at least 0, got {seed!r}")
+    return int(seed)
+
+
 def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, seed: int = 0, targets=None):
     """The evaluation's data and split: ``(data, main, others, train, test, notes)`` with
     ``main`` the device indices of the largest kind, ``others`` the cross-kind device ids,
@@ -163,6 +170,7 @@ def split(m: Measurements, variants=None, devices=None, test_size: float = 0.5, 
     timed one of the kept variants (its choices could not be scored). ``targets`` (device names)
     decides the largest kind where two kinds are as large."""
     notes, table = list(m.notes), m.devices      # table: every device, those left out too
+    seed = check_seed(seed)
     if not m.device_ids:
         raise ValueError("no device has a measurement with a valid time (a finite, positive time_s)"
                          + (f": {'; '.join(m.notes)}" if m.notes else ""))
@@ -491,7 +499,7 @@ def evaluate_splits(m: Measurements, seeds, **options) -> dict:
     """:func:`evaluate` on one random split per seed (``options`` as for it), and each
     method's mean over the targets per split, mean and standard deviation over the splits and
     worst target in any split: how much a figure owes to one split of the inputs."""
-    seeds = [int(s) for s in seeds]
+    seeds = [check_seed(s) for s in seeds]
     if len(seeds) < 2 or len(set(seeds)) < len(seeds):
         raise ValueError(f"evaluating over splits needs two or more different seeds, got {seeds}")
     if options.get("methods") and not set(options["methods"]) & set(METHODS):

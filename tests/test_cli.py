@@ -230,6 +230,9 @@ def test_bench_variants_json_scores_every_test_input(capsys):
 @pytest.mark.parametrize("argv, message", [
     (["evaluate", "DIR", "--test-size", "1"], "argument --test-size: a fraction in (0, 1), got '1'"),
     (["evaluate", "DIR", "--k", "0"], "argument --k: at least 1, got 0"),
+    (["evaluate", "DIR", "--seeds", "1.5,2"], "argument --seeds: comma-separated whole numbers of at least 0, got "
+     "'1.5,2' ('1.5' is not one)"),             # before: read as seeds 1 and 2 without a word
+    (["evaluate", "DIR", "--seeds=-1,2"], "argument --seeds: comma-separated whole numbers of at least 0"),
     (["tune-from-source", "x", "--target", "t", "--max-subset-size", "0"], "argument --max-subset-size: at least 1, got 0"),
     (["bench", "cvdfs", "DIR", "--reference-fits", "0"], "argument --reference-fits: at least 1, got 0"),
     (["bench", "dispatch", "--calls", "-5"], "argument --calls: at least 1, got -5"),

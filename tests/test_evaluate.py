@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 
 from nitro.dataset import Measurements, load_dataset_dir
-from nitro.evaluate import evaluate, format_evaluation, split
+from nitro.evaluate import evaluate, evaluate_splits, format_evaluation, split
 
 
 @pytest.mark.dataset
@@ -406,3 +406,12 @@ def test_a_test_size_that_leaves_no_training_or_no_test_input_is_refused_with_th
         evaluate(m, test_size=test_size, methods=["majority", "cvdfs"])
     assert "between 0.0167 and 0.967" in str(err.value)
     assert split(m, test_size=58 / 60)[3].size == 2        # the bounds it names are accepted
+
+
+@pytest.mark.parametrize("seeds", [[-1, 2], [1.5, 2], [True, 2]])
+def test_a_split_seed_that_is_not_a_whole_number_of_at_least_0_is_refused_naming_it(family_measurements, seeds):
+    m, _ = family_measurements()          # before: 1.5 was read as 1 without a word, -1 ended in numpy's
+    with pytest.raises(ValueError, match=f"a split seed is a whole number of at least 0, got {seeds[0]!r}"):
+        evaluate_splits(m, seeds, methods=["majority"])                  # "expected non-negative integer"
+    with pytest.raises(ValueError, match="a split seed is a whole number of at least 0, got -1"):
+        split(m, seed=-1)
