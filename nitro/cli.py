@@ -276,6 +276,17 @@ def _seed_list(text: str) -> list[int]:
     return [int(t) for t in seeds]
 
 
+def _n_jobs(text: str) -> int:
+    """``--n-jobs``: joblib's count of workers, a whole number other than 0 (-1: every core, -2: all but one)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"a whole number other than 0 (-1: every core), got {text!r}")
+    return value
+
+
 def cmd_bench_cvdfs(args):
     from .bench.cvdfs import bench_cvdfs, format_cvdfs
     result = bench_cvdfs(args.dataset, target=args.target, max_size=args.max_subset_size, seed=args.seed,
@@ -733,7 +744,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "random split and report every method's mean ± sd over them and its worst target")
     p.add_argument("--k", type=_at_least(1), default=1, help="features kept by the k-most-frequent CV-DFS rule")
     p.add_argument("--max-subset-size", type=_at_least(1), default=3)
-    p.add_argument("--n-jobs", type=int, default=None)
+    p.add_argument("--n-jobs", type=_n_jobs, default=None)
     p.add_argument("--plot", metavar="DIR", help="write PNG figures to DIR")
     p.add_argument("--time-weight", type=float, default=0.0, metavar="POWER", help=TIME_WEIGHT_HELP)
     online = p.add_argument_group("--online: replay refining mode on each target's recorded times")
@@ -773,7 +784,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--selection", choices=["ensemble", "frequency"], default="ensemble")
     p.add_argument("--k", type=_at_least(1), default=1)
     p.add_argument("--max-subset-size", type=_at_least(1), default=3)
-    p.add_argument("--n-jobs", type=int, default=None)
+    p.add_argument("--n-jobs", type=_n_jobs, default=None)
     p.add_argument("--target-budget", type=_target_budget, metavar="N", help="few-shot: the model also learns "
                    "from N of the target's training inputs (boosted trees from 6 of them, below that a correction of "
                    "the zero-shot model; a count, or a fraction such as 0.02), chosen by k-means "
@@ -921,7 +932,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-subset-size", type=_at_least(1), default=3)
     p.add_argument("--seed", type=_at_least(0), default=0)
     p.add_argument("--reference-fits", type=_at_least(1), default=2, help="from-scratch fits to time")
-    p.add_argument("--n-jobs", type=int, default=None)
+    p.add_argument("--n-jobs", type=_n_jobs, default=None)
     p.set_defaults(func=cmd_bench_cvdfs)
     p = bench.add_parser("store", parents=[common], help="rows/s written and read by the embedded store, "
                          "a redis-server and a Redis Cluster, started here")

@@ -233,6 +233,9 @@ def test_bench_variants_json_scores_every_test_input(capsys):
     (["evaluate", "DIR", "--seeds", "1.5,2"], "argument --seeds: comma-separated whole numbers of at least 0, got "
      "'1.5,2' ('1.5' is not one)"),             # before: read as seeds 1 and 2 without a word
     (["evaluate", "DIR", "--seeds=-1,2"], "argument --seeds: comma-separated whole numbers of at least 0"),
+    (["evaluate", "DIR", "--n-jobs", "0"], "argument --n-jobs: a whole number other than 0 (-1: every core), got '0'"),
+    (["tune-from-source", "x", "--n-jobs", "0"], "argument --n-jobs: a whole number other than 0"),  # before: joblib's
+    (["bench", "cvdfs", "DIR", "--n-jobs", "x"], "argument --n-jobs: a whole number other than 0"),  # error, minutes in
     (["tune-from-source", "x", "--target", "t", "--max-subset-size", "0"], "argument --max-subset-size: at least 1, got 0"),
     (["bench", "cvdfs", "DIR", "--reference-fits", "0"], "argument --reference-fits: at least 1, got 0"),
     (["bench", "dispatch", "--calls", "-5"], "argument --calls: at least 1, got -5"),
