@@ -921,7 +921,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = bench.add_parser("scale", parents=[common],
                          help="time and peak memory of training steps on synthetic tables of growing size")
     p.add_argument("--sizes", default="1000,3000,10000,20000,30000,50000,100000", help="inputs per device")
-    p.add_argument("--devices", type=int, default=4)
+    p.add_argument("--devices", type=_at_least(1), default=4,
+                   help="devices of each synthetic table (default 4; tune_from_source and evaluate need 4 or more)")
     p.add_argument("--steps", help="comma-separated: tune_fit,tune_from_source,evaluate (default: all)")
     p.add_argument("--evaluate-max", type=int, default=50000, help="largest size evaluate runs on (default 50000)")
     p.add_argument("--workdir", help="where the synthetic tables go (default: the system's temporary directory)")

@@ -32,6 +32,8 @@ import numpy as np
 
 SIZES = (1000, 3000, 10000, 20000, 30000, 50000, 100000)
 STEPS = ("tune_fit", "tune_from_source", "evaluate")
+CROSS_DEVICE_STEPS = ("tune_from_source", "evaluate")
+CROSS_DEVICE_MIN = 4         # a target and CV-DFS's 3 sources (nitro.transfer.cvdfs.MIN_SOURCES)
 GOALS = {"tune_from_source_100k_s": 120.0, "tune_from_source_100k_gb": 4.0, "tune_fit_20k_s": 60.0,
          "tune_fit_100k_s": 300.0, "evaluate_50k_s": 600.0, "exponent": 1.2, "model_mb": 5.0, "dispatch_us": 5.0}
 
@@ -114,6 +116,11 @@ def bench_scale(sizes=SIZES, devices: int = 4, evaluate_max: int = 50000, steps=
     unknown = [s for s in steps if s not in STEPS]
     if unknown:
         raise ValueError(f"unknown steps {unknown}; known: {', '.join(STEPS)}")
+    cross = [s for s in steps if s in CROSS_DEVICE_STEPS]
+    if cross and devices < CROSS_DEVICE_MIN:
+        raise ValueError(f"steps {', '.join(cross)} learn a target from its sources by CV-DFS: they need at "
+                         f"least {CROSS_DEVICE_MIN} devices (a target and {CROSS_DEVICE_MIN - 1} sources), got "
+                         f"devices={devices}; give more devices, or only the step tune_fit")
     sizes = sorted(int(n) for n in sizes)
     results: dict = {s: {} for s in steps}
     if workdir is not None:

@@ -17,3 +17,15 @@ def test_every_step_runs_in_a_fresh_process_and_reports(tmp_path):
     assert tfs["model_kind"] == "kernel" and tfs["centres"] == 60 and tfs["import_seconds"] > 0
     assert all(v["dispatch_us"] > 0 and v["model_mb"] > 0 for v in (fit, tfs))
     assert "SYNTHETIC" in format_scale(r) and set(r["checks"]) == {"model_mb", "dispatch_us"}
+
+
+def test_too_few_devices_for_the_cross_device_steps_are_refused_before_any_table_is_made(tmp_path, capsys):
+    from nitro.cli import main
+    with pytest.raises(ValueError, match=r"steps evaluate learn a target .* need at least 4 devices \(a target and 3 sources\), got devices=2"):
+        bench_scale(sizes=[60], devices=2, steps=["evaluate"], workdir=tmp_path, progress=False)
+    assert not list(tmp_path.iterdir())       # before: the table made, then a child's traceback from split
+    assert main(["bench", "scale", "--sizes", "60", "--devices", "3", "--steps", "tune_fit,tune_from_source",
+                 "--workdir", str(tmp_path)]) == 2
+    assert "nitro: error: steps tune_from_source learn a target from its sources" in capsys.readouterr().err
+    r = bench_scale(sizes=[60], devices=2, steps=["tune_fit"], workdir=tmp_path, progress=False)
+    assert r["steps"]["tune_fit"][60]["fit_inputs"] == 60          # the on-device step needs one device
