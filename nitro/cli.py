@@ -353,7 +353,11 @@ def cmd_evaluate(args):
                                  targets=None if args.targets is None else _split(args.targets) or [])
         _emit(args, result, format_online(result))
         return
-    from .evaluate import evaluate, evaluate_splits, format_evaluation, format_splits
+    from .evaluate import METHODS, evaluate, evaluate_splits, format_evaluation, format_splits
+    if args.plot and args.methods and not set(_split(args.methods) or ()) & set(METHODS):
+        raise ValueError(f"--plot draws the figures of nitro evaluate's methods ({', '.join(METHODS)}); the "
+                         f"selector comparison of --methods {args.methods} has none: leave --plot out, or add one "
+                         "of those methods")
     options = dict(variants=_split(args.variants), devices=_split(args.devices), test_size=args.test_size,
                    targets=None if args.targets is None else _split(args.targets) or [],   # "": none, not all
                    methods=_split(args.methods), max_size=args.max_subset_size, k=args.k, n_jobs=args.n_jobs,
@@ -366,7 +370,7 @@ def cmd_evaluate(args):
         _emit(args, result, format_splits(result))
         return
     result = evaluate(load_dataset_dir(args.dataset), seed=args.seed, **options)
-    if args.plot and result["methods"]:      # the selector comparison has no figure yet
+    if args.plot:
         from .plots import plot_evaluation
         result["plots"] = plot_evaluation(result, args.plot)
     _emit(args, result, format_evaluation(result))

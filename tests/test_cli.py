@@ -55,6 +55,15 @@ def test_evaluate_with_empty_targets_is_refused_not_run_on_every_device(capsys, 
     assert "targets none: the devices evaluated are" in capsys.readouterr().err
 
 
+def test_evaluate_plot_of_only_the_selector_comparison_is_refused_not_skipped(capsys, tmp_path):
+    """``--plot DIR --methods lsq`` wrote no figure and said nothing (the comparison has none)."""
+    from nitro.synthetic import generate
+    syn = generate(tmp_path / "syn", n_inputs=20, n_devices=4)["directory"]
+    assert main(["evaluate", str(syn), "--methods", "lsq", "--plot", str(tmp_path / "figs")]) == 2
+    assert "the selector comparison of --methods lsq has none" in capsys.readouterr().err
+    assert not (tmp_path / "figs").exists()
+
+
 def test_store_rm_says_what_it_would_remove_and_removes_only_with_yes(capsys, tmp_path):
     from nitro.synthetic import generate
     syn = generate(tmp_path / "syn", n_inputs=20, n_devices=4)["directory"]
