@@ -30,12 +30,14 @@ def plot_evaluation(result: dict, directory) -> list[str]:
     methods = list(result["methods"])
     fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(devices)) + 3, 4.5))      # + 3 in: the legend beside
     width = 0.8 / len(methods)
+    lowest = 100.0
     for i, (m, colour) in enumerate(zip(methods, method_colours(len(methods)))):
         vals = [result["targets"].get(d, result["cross_kind"].get(d, {})).get(m, np.nan) for d in devices]
         ax.bar(np.arange(len(devices)) + i * width, vals, width, label=result["methods"][m], color=colour)
+        lowest = min([lowest, *(v for v in vals if np.isfinite(v))])
     ax.set_xticks(np.arange(len(devices)) + 0.4 - width / 2, devices, rotation=30, ha="right")
     ax.set_ylabel("% of exhaustive optimum")
-    ax.set_ylim(50, 100)
+    ax.set_ylim(min(50, 10 * np.floor(lowest / 10 - 0.5)) if lowest > 5 else 0, 100)   # every bar's top shows
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)   # off the bars
     family = result.get("holdout_by", "device")
     ax.set_title(f"Leave-one-{family}-out variant selection")

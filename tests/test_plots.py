@@ -41,3 +41,26 @@ def test_every_method_has_a_bar_colour_of_its_own_and_the_legend_covers_no_bar(t
     colours, legend, bars = saved[0]                                   # percent_of_optimum.png
     assert len(colours) == len(r["methods"]) == len(set(colours))     # before: random and few-shot 10% alike
     assert not any(legend.overlaps(b) for b in bars)                   # before: it hid the first device's bars
+
+
+def test_the_bars_axis_reaches_below_a_method_under_half_the_optimum(tmp_path, monkeypatch):
+    """The axis had started at 50%: a method below it (a random choice among many variants, a
+    model far off) drew no bar at all."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+    result = {"targets": {"gpu_a": {"random": 31.5, "cvdfs": 92.0}, "gpu_b": {"random": 64.0, "cvdfs": 97.0}},
+              "cross_kind": {}, "methods": {"random": "random", "cvdfs": "CV-DFS"}, "holdout_by": "device",
+              "variants": ["x", "y"], "analysis": {"best_variant_counts": {"gpu_a": {"x": 3}, "gpu_b": {"y": 2}}}}
+    limits, save = [], Figure.savefig
+
+    def keep(fig, *args, **kwargs):
+        limits.append(fig.axes[0].get_ylim())
+        return save(fig, *args, **kwargs)
+    monkeypatch.setattr(Figure, "savefig", keep)
+    plot_evaluation(result, tmp_path)
+    low, high = limits[0]
+    assert low <= 31.5 - 1 and low >= 0 and high == 100
+    plot_evaluation({**result, "targets": {d: {"random": 80.0, "cvdfs": 95.0} for d in ("gpu_a", "gpu_b")}},
+                    tmp_path)
+    assert len(limits) == 4 and limits[2] == (50, 100)         # as before where every bar is above 50%
