@@ -22,10 +22,9 @@ import pandas as pd
 
 from ..dataset import (ERROR_COLUMN, FEATURE_COLUMNS, MEASUREMENT_COLUMNS, DroppedTimes, check_measurement_columns,
                        csv_path, dataset_dir, dataset_files, device_feature_names, did_you_mean, dropped_inputs_note,
-                       failed_runs,
-                       input_columns, load_devices, long_times_note, load_feature_provenance, read_csv_chunks, refuse_to_overwrite,
-                       repeated_note, run_times, text_examples, unlisted_inputs_note, unmeasured_inputs_note,
-                       unnamed_note, unread_columns_note)
+                       failed_runs, input_columns, load_devices, load_feature_provenance, long_times_note,
+                       read_csv_chunks, refuse_to_overwrite, repeated_note, run_times, text_examples,
+                       unlisted_inputs_note, unmeasured_inputs_note, unnamed_note, unread_columns_note)
 from ..progress import progress_bar
 from ..row import TrainingRow
 from .redis_store import Store
