@@ -204,13 +204,15 @@ def _load(store: Store, name: str, variants, features, sources, target, target_f
     target_meta = _target_metadata(store, target, target_features, target_record, described)
     if isinstance(sources, str):          # one name, not its letters
         raise TypeError(f"{name}: sources are a list of device ids, got {sources!r} (one source: [{sources!r}])")
-    sources, sources_left_out = (list(sources), {}) if sources else _default_sources(store, name, target, target_meta)
+    named = bool(sources)                 # the default sources leave featureless devices out themselves
+    sources, sources_left_out = (list(sources), {}) if named else _default_sources(store, name, target, target_meta)
     missing = [s for s in sources if s not in recorded]
     if missing:
         raise ValueError(f"{name}: no training rows for source devices {missing}; recorded: {recorded}")
     if target in sources:
         raise ValueError(f"{name}: the target {target!r} cannot also be a source")
-    _featureless_sources_error(store, name, sources)
+    if named:
+        _featureless_sources_error(store, name, sources)
     if not sources:
         only = f" but the target {target!r} itself" if target in recorded else ""
         raise ValueError(f"{name}: no source device has training rows in the store{only}: a source is another "
