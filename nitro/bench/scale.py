@@ -30,10 +30,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ..transfer.cvdfs import MIN_SOURCES
+
 SIZES = (1000, 3000, 10000, 20000, 30000, 50000, 100000)
 STEPS = ("tune_fit", "tune_from_source", "evaluate")
 CROSS_DEVICE_STEPS = ("tune_from_source", "evaluate")
-CROSS_DEVICE_MIN = 4         # a target and CV-DFS's 3 sources (nitro.transfer.cvdfs.MIN_SOURCES)
+CROSS_DEVICE_MIN = MIN_SOURCES + 1     # a target and CV-DFS's sources
 GOALS = {"tune_from_source_100k_s": 120.0, "tune_from_source_100k_gb": 4.0, "tune_fit_20k_s": 60.0,
          "tune_fit_100k_s": 300.0, "evaluate_50k_s": 600.0, "exponent": 1.2, "model_mb": 5.0, "dispatch_us": 5.0}
 
