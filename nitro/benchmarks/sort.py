@@ -26,15 +26,23 @@ DEFAULT_MAX_KEYS = 2_000_000       # keeps exhaustive measurement of the default
 ASC_SEQ_SAMPLE = 8192              # #AscSeq is exact up to this many keys, estimated above
 
 
-def _as_keys(keys) -> np.ndarray:
+def _check_keys(keys) -> np.ndarray:
+    """``keys`` itself, once it is a 1-D float32 or float64 array (either byte order), else an
+    error naming what it is. O(1): the input features call it too, so that a dispatched call with
+    a list or an integer array is refused by name before a feature reads ``.size`` of it."""
     if not isinstance(keys, np.ndarray):
         raise TypeError(f"sort input must be a numpy array, got {type(keys).__name__}")
-    if not keys.dtype.isnative and keys.dtype.kind == "f":     # big-endian data: a native copy
-        keys = keys.astype(keys.dtype.newbyteorder("="))
-    if keys.dtype not in (np.float32, np.float64):
+    if keys.dtype.kind != "f" or keys.dtype.itemsize not in (4, 8):
         raise TypeError(f"sort input must have dtype float32 or float64, got {keys.dtype}")
     if keys.ndim != 1:
         raise ValueError(f"sort input must be 1-D, got shape {keys.shape}")
+    return keys
+
+
+def _as_keys(keys) -> np.ndarray:
+    keys = _check_keys(keys)
+    if not keys.dtype.isnative:                                # big-endian data: a native copy
+        keys = keys.astype(keys.dtype.newbyteorder("="))
     return keys if keys.flags.c_contiguous else np.ascontiguousarray(keys)
 
 
@@ -60,18 +68,18 @@ def baseline(keys) -> np.ndarray:
 
 # -- input features (the paper's: N, NBits, #AscSeq) -----------------------------------------
 def n(keys) -> float:
-    return float(keys.size)
+    return float(_check_keys(keys).size)
 
 
 def n_bits(keys) -> float:
-    return float(keys.dtype.itemsize * 8)
+    return float(_check_keys(keys).dtype.itemsize * 8)
 
 
 def asc_seq(keys, sample: int = ASC_SEQ_SAMPLE) -> float:
     """Number of maximal ascending runs, ``1 + #{i : keys[i+1] < keys[i]}``. Exact up to
     ``sample`` keys; above, the descent rate is estimated from ``sample`` adjacent pairs at
     fixed pseudo-random positions, so the feature costs O(sample), not O(N), at dispatch."""
-    size = keys.size
+    size = _check_keys(keys).size
     if size < 2:
         return float(size)
     if size <= sample:

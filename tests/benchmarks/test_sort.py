@@ -97,6 +97,19 @@ def test_bad_inputs_are_named_and_strided_input_works():
         sort.VARIANTS["locality"](np.zeros((2, 2)))
 
 
+
+def test_dispatch_refuses_a_bad_input_by_name_before_the_features_read_it():
+    """The features read ``keys.size`` unchecked: a list dispatched without a model failed with
+    AttributeError "'list' object has no attribute 'size'" instead of the variants' own error."""
+    sorter = sort.make_code_variant()
+    with pytest.raises(TypeError, match="numpy array, got list"):
+        sorter([3.0, 1.0, 2.0])
+    with pytest.raises(TypeError, match="float32 or float64, got int64"):
+        sorter(np.arange(4))
+    with pytest.raises(ValueError, match="1-D"):
+        sorter(np.zeros((2, 2)))
+    assert np.array_equal(sorter(np.arange(5, 0, -1, dtype=">f4")), np.arange(1, 6, dtype=np.float32))
+
 def test_features():
     keys = np.array([1, 2, 3, 1, 2, 0], np.float32)
     assert sort.n(keys) == 6 and sort.n_bits(keys) == 32 and sort.n_bits(keys.astype(np.float64)) == 64
