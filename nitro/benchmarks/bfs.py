@@ -68,16 +68,26 @@ def csr_graph(sources, targets, n_vertices: int) -> sp.csr_array:
     return sp.csr_array((np.ones(u.size, dtype=np.int8), indices, indptr), shape=(n, n))
 
 
-def _check(graph, source) -> tuple[np.ndarray, np.ndarray, int]:
+def _check_graph(graph):
+    """``graph`` itself, once it is a square scipy.sparse CSR array or matrix with int32/int64
+    index arrays, else an error naming what it is. O(1): the input features call it too, so that
+    a dispatched call with a dense or COO graph is refused by name before a feature reads
+    ``graph.indptr``."""
     if not sp.issparse(graph) or graph.format != "csr":
         raise TypeError(f"bfs graph must be a scipy.sparse CSR array or matrix, got {type(graph).__name__}"
                         + (f" in {graph.format!r} format (call .tocsr())" if sp.issparse(graph) else ""))
     n, cols = graph.shape
     if n != cols:
         raise ValueError(f"bfs graph must be square (an adjacency matrix), got shape {graph.shape}")
+    if graph.indptr.dtype not in (np.int32, np.int64) or graph.indices.dtype not in (np.int32, np.int64):
+        raise TypeError(f"bfs graph needs int32/int64 indptr and indices, got {graph.indptr.dtype} and "
+                        f"{graph.indices.dtype}")
+    return graph
+
+
+def _check(graph, source) -> tuple[np.ndarray, np.ndarray, int]:
+    n = _check_graph(graph).shape[0]
     indptr, indices = graph.indptr, graph.indices
-    if indptr.dtype not in (np.int32, np.int64) or indices.dtype not in (np.int32, np.int64):
-        raise TypeError(f"bfs graph needs int32/int64 indptr and indices, got {indptr.dtype} and {indices.dtype}")
     if indices.dtype == np.int64:  # scipy's int64 index arrays: one checked copy (int32 is zero-copy)
         if indices.size and not 0 <= indices.min() <= indices.max() < n:
             raise ValueError("bfs: malformed CSR graph (an index outside [0, n))")
@@ -140,24 +150,24 @@ def baseline(graph, source) -> np.ndarray:
 
 # -- input features (the paper's: #Vertices, #Edges, AvgOutDeg, Deg-SD, MaxDeviation) -------------
 def n_vertices(graph, source=None) -> float:
-    return float(graph.shape[0])
+    return float(_check_graph(graph).shape[0])
 
 
 def n_edges(graph, source=None) -> float:
-    return float(graph.indptr[-1])
+    return float(_check_graph(graph).indptr[-1])
 
 
 def avg_out_degree(graph, source=None) -> float:
-    return float(graph.indptr[-1]) / max(1, graph.shape[0])
+    return float(_check_graph(graph).indptr[-1]) / max(1, graph.shape[0])
 
 
 def degree_sd(graph, source=None) -> float:
-    return float(np.diff(graph.indptr).std()) if graph.shape[0] else 0.0
+    return float(np.diff(_check_graph(graph).indptr).std()) if graph.shape[0] else 0.0
 
 
 def max_deviation(graph, source=None) -> float:
     """Largest out-degree minus the mean out-degree."""
-    if not graph.shape[0]:
+    if not _check_graph(graph).shape[0]:
         return 0.0
     return float(np.diff(graph.indptr).max()) - avg_out_degree(graph)
 

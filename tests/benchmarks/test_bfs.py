@@ -147,6 +147,20 @@ def test_bad_arguments_are_named():
         bfs.csr_graph([0], [3], 3)
 
 
+
+def test_dispatch_refuses_a_bad_graph_by_name_before_the_features_read_it():
+    """The features read ``graph.indptr`` unchecked: a dense or COO graph dispatched without a
+    model failed with AttributeError ("'coo_array' object has no attribute 'indptr'")."""
+    search = bfs.make_code_variant()
+    graph = bfs.csr_graph([0, 1], [1, 2], 3)
+    with pytest.raises(TypeError, match="CSR array or matrix, got coo_array in 'coo' format"):
+        search(graph.tocoo(), 0)
+    with pytest.raises(TypeError, match="CSR array or matrix, got ndarray"):
+        search(graph.toarray(), 0)
+    with pytest.raises(ValueError, match="square"):
+        search(sp.csr_array(np.ones((2, 3))), 0)
+    assert np.array_equal(search(graph, 0), [0, 1, 2])
+
 @pytest.mark.parametrize("name", bfs.VARIANT_NAMES)
 def test_malformed_csr_is_an_error_not_a_crash(name):
     def csr(indices, indptr):
