@@ -134,7 +134,10 @@ def reference(graph, source) -> np.ndarray:
 
 def baseline(graph, source) -> np.ndarray:
     """What a SciPy user would call: ``csgraph.breadth_first_order``, with the depths read off
-    its BFS order (the parents of consecutive vertices come in order, so levels are contiguous)."""
+    its BFS order (the parents of consecutive vertices come in order, so levels are contiguous).
+    The arguments are checked as the variants check them: SciPy itself printed an ignored
+    IndexError for a source out of range and returned -1 everywhere."""
+    _check(graph, source)
     order, parents = csgraph.breadth_first_order(graph, source, directed=True, return_predecessors=True)
     position = np.empty(graph.shape[0], dtype=np.int64)
     position[order] = np.arange(order.size)

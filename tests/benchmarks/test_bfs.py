@@ -124,7 +124,7 @@ def test_random_small_graphs(case):
 
 def test_bad_arguments_are_named():
     graph = bfs.csr_graph([0, 1], [1, 2], 3)
-    for fn in list(bfs.VARIANTS.values()) + [bfs.reference]:
+    for fn in list(bfs.VARIANTS.values()) + [bfs.reference, bfs.baseline]:
         with pytest.raises(ValueError, match="source vertex 3 out of range"):
             fn(graph, 3)
         with pytest.raises(ValueError, match="out of range"):
