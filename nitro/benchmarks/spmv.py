@@ -393,12 +393,23 @@ def read_matrix_market(path) -> SpmvMatrix:
 def matrix_market_inputs(paths, seed: int = 0):
     """``(args, ids)`` for tuning on one's own matrices: each file with a random vector x
     (deterministic for a seed); ids are the file names."""
+    paths = [Path(p) for p in paths]
+    _check_unique_names(paths)
     rng = np.random.default_rng(seed)
     args, ids = [], []
     for p in paths:
         A = read_matrix_market(p)
         args.append((A, rng.standard_normal(A.shape[1])))
         ids.append(A.name)
-    if len(set(ids)) != len(ids):
-        raise ValueError("matrix_market_inputs: two files have the same name")
     return args, ids
+
+
+def _check_unique_names(paths: list[Path]) -> None:
+    """Refuse, before any file is read, two paths with one file name (the input id): the error
+    names that name and both paths, so that the user knows which file to rename."""
+    seen: dict[str, Path] = {}
+    for p in paths:
+        if p.name in seen:
+            raise ValueError(f"matrix_market_inputs: {str(seen[p.name])!r} and {str(p)!r} have the same file "
+                             f"name {p.name!r}, which is the input id: rename one")
+        seen[p.name] = p

@@ -185,6 +185,20 @@ def test_matrix_market_files(tmp_path):
         spmv.read_matrix_market(tmp_path / "missing.mtx")
 
 
+
+def test_two_matrix_market_files_of_one_name_are_named(tmp_path):
+    """Two files of one name (their input id) were refused with "two files have the same name",
+    which named neither, and only after every file had been read."""
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        scipy.io.mmwrite(tmp_path / folder / "m.mtx", sp.identity(3, format="csr"))
+    paths = [tmp_path / "a" / "m.mtx", tmp_path / "b" / "m.mtx"]
+    with pytest.raises(ValueError, match=r"a/m\.mtx' and '.*b/m\.mtx' have the same file name 'm\.mtx'"):
+        spmv.matrix_market_inputs(paths)
+    (tmp_path / "b" / "m.mtx").write_text("not a matrix\n")        # refused before any file is read
+    with pytest.raises(ValueError, match="same file name"):
+        spmv.matrix_market_inputs(paths)
+
 def test_tune_records_and_dispatches(store):
     small, ids = spmv.make_inputs(12, seed=15, min_nnz=1_000, max_nnz=8_000)
     cv = spmv.make_code_variant()
