@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 namespace nitro {
@@ -102,10 +103,20 @@ void spmv_ell(std::int32_t n_rows, std::int32_t width, const std::int32_t* indic
 }
 
 namespace {
-// DIA rows [0, n_rows): the stored diagonals times x. With skip_zeros a stored zero (padding,
-// fill-in) adds nothing, as in CSR, where 0 * inf would add a NaN; that select costs about a
-// third of the loop's time, so it runs only for an x that holds a value that is not finite.
-template <bool skip_zeros>
+// Whether a DIA value is padding: +0.0, all 64 bits zero. The conversion holds a stored zero
+// as -0.0 (spmv.hpp), which is not padding: it must still give NaN times an inf, as in CSR.
+// (v == 0.0 cannot tell them apart; memcpy is the C++17 bit_cast, compiled to a compare.)
+inline bool is_padding(double v) {
+  std::uint64_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  return bits == 0;
+}
+
+// DIA rows [0, n_rows): the stored diagonals times x. With skip_padding the padding adds
+// nothing, where 0 * inf would add a NaN that CSR, which stores no padding, does not have;
+// that select costs about a third of the loop's time, so it runs only for an x that holds
+// a value that is not finite (for a finite x, +0.0 * x adds nothing anyway).
+template <bool skip_padding>
 void dia_rows(std::int32_t n_rows, std::int32_t n_cols, std::int32_t n_diags, const std::int32_t* offsets,
               const double* data, const double* x, double* y) {
   const std::int64_t n = n_rows;
@@ -120,7 +131,7 @@ void dia_rows(std::int32_t n_rows, std::int32_t n_cols, std::int32_t n_diags, co
       const double* val = data + d * n;
 #pragma omp simd
       for (std::int64_t i = lo; i < hi; ++i)
-        acc[i - b] += skip_zeros ? (val[i] == 0.0 ? 0.0 : val[i] * x[i + off]) : val[i] * x[i + off];
+        acc[i - b] += skip_padding ? (is_padding(val[i]) ? 0.0 : val[i] * x[i + off]) : val[i] * x[i + off];
     }
     std::copy(acc, acc + (end - b), y + b);
   }

@@ -9,7 +9,9 @@
 //   ELL  indices[width][n_rows], data[width][n_rows]: column-major (slot k of row i at
 //        k * n_rows + i), padding slots have index -1 and are skipped
 //   DIA  offsets[n_diags], data[n_diags][n_rows]: row-indexed (data[d][i] = A[i, i + offsets[d]]),
-//        padding holds explicit zeros
+//        padding holds +0.0 and a stored zero is held as -0.0: the kernels skip +0.0 (by its
+//        bit pattern) so that padding adds nothing where x holds an inf or NaN, while a stored
+//        zero gives NaN there, as in CSR (0 * inf)
 //   COO  rows[nnz] (sorted ascending), cols[nnz], data[nnz]
 #pragma once
 #include <cstddef>

@@ -155,14 +155,18 @@ class SpmvMatrix:
 
     @property
     def dia(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(offsets, data)``: data[d, i] = A[i, i + offsets[d]], shape (n_diags, n_rows)."""
+        """``(offsets, data)``: data[d, i] = A[i, i + offsets[d]], shape (n_diags, n_rows).
+
+        Padding (a slot of a stored diagonal with no stored entry) is +0.0; a stored zero is
+        held as -0.0, so that the kernels, which skip +0.0 by its bit pattern where ``x`` holds
+        an inf or NaN, still multiply it and give NaN there as CSR does (0 * inf)."""
         def convert():
             n_rows = self.shape[0]
             self._check_padded("DIA", self.n_diagonals * n_rows)
             rows = self._rows()
             offsets, which = np.unique(self.indices.astype(np.int64) - rows, return_inverse=True)
             data = np.zeros((offsets.size, n_rows))
-            data[which, rows] = self.data
+            data[which, rows] = np.where(self.data == 0.0, -0.0, self.data)   # +0.0 and -0.0 -> -0.0
             return offsets.astype(np.int32), data
         return self._converted("dia", convert)
 

@@ -8,6 +8,7 @@ from threadpoolctl import threadpool_limits
 
 from nitro import TimingPolicy, autotuner
 from nitro.benchmarks import FAMILIES, load, spmv
+from nitro.measurement import outputs_match
 from nitro.model import SelectorModel
 
 FAST = TimingPolicy(min_repeats=1, max_repeats=3, target_seconds=0.0)
@@ -67,6 +68,89 @@ def test_a_non_finite_x_reaches_only_the_rows_that_use_it():
         expected = A.csr @ x
         for name, fn in spmv.VARIANTS.items():
             np.testing.assert_array_equal(fn(A, x), expected, err_msg=name)
+
+
+def stored_zero_matrices():
+    """Matrices with explicitly stored zeros (+0.0, -0.0, a duplicate pair summing to 0) beside
+    DIA padding (the offset-3 diagonal is stored in even rows only, so odd rows pad it)."""
+    tiny = sp.csr_matrix((np.array([0.0, 1.0]), np.array([0, 1]), np.array([0, 1, 2])), shape=(2, 2))
+    n = 3000                                     # several of the DIA kernel's 256-row blocks
+    rows = np.concatenate([np.arange(n), np.arange(1, n), np.arange(0, n - 3, 2)])
+    cols = np.concatenate([np.arange(n), np.arange(n - 1), np.arange(3, n, 2)])
+    values = np.random.default_rng(5).integers(1, 5, rows.size).astype(float)   # exact sums
+    band = sp.csr_matrix((values, (rows, cols)), shape=(n, n))
+    band.data[::7] = 0.0
+    band.data[3::11] = -0.0
+    duplicates = sp.coo_matrix(([1.0, -1.0, 2.0, 3.0], ([0, 0, 1, 2], [1, 1, 1, 0])), shape=(3, 3))
+    return {"2x2": tiny, "banded": band, "duplicates summing to zero": duplicates}
+
+
+def stored_zero_vectors(A):
+    """x with ordinary values, and with inf, -inf, NaN or all three at the columns that hold a
+    stored zero (a padded slot of DIA reads some of those columns too)."""
+    zero_columns = np.unique(A.indices[A.data == 0])
+    ordinary = np.arange(A.shape[1], dtype=float) % 5 - 2
+    out = {"ordinary": ordinary}
+    for name, value in (("inf", np.inf), ("-inf", -np.inf), ("nan", np.nan)):
+        out[name] = ordinary.copy()
+        out[name][zero_columns] = value
+    out["mixed"] = ordinary.copy()
+    out["mixed"][zero_columns] = np.resize([np.inf, -np.inf, np.nan], zero_columns.size)
+    return out
+
+
+@pytest.mark.parametrize("case", list(stored_zero_matrices()))
+def test_a_stored_zero_times_a_non_finite_x_is_nan_in_every_variant(case):
+    """SciPy's CSR product multiplies a stored zero like any entry: 0 * inf is NaN. DIA skipped
+    every zero (to skip its padding) and gave a finite value there; the conversion now holds a
+    stored zero as -0.0 and the kernel skips only +0.0 padding, so every variant gives SciPy's
+    NaNs, and only SciPy's (padding still adds nothing)."""
+    A = spmv.SpmvMatrix(stored_zero_matrices()[case])
+    assert np.any(A.data == 0)
+    for what, x in stored_zero_vectors(A).items():
+        expected = A.csr @ x
+        assert what == "ordinary" or np.isnan(expected).any()
+        for name, fn in spmv.VARIANTS.items():
+            y = fn(A, x)
+            np.testing.assert_array_equal(y, expected, err_msg=f"{name}, x {what}")
+            assert outputs_match(y, expected), (name, what)
+
+
+def test_dia_holds_a_stored_zero_as_negative_zero_and_pads_with_positive_zero():
+    A = spmv.SpmvMatrix(stored_zero_matrices()["banded"])
+    offsets, data = A.dia
+    rows = np.repeat(np.arange(A.shape[0]), A.row_lengths)
+    stored = np.zeros(data.shape, bool)
+    stored[np.searchsorted(offsets, A.indices - rows), rows] = True
+    zero = data == 0
+    assert np.all(np.signbit(data[zero & stored])) and not np.any(np.signbit(data[zero & ~stored]))
+    assert np.any(zero & stored) and np.any(zero & ~stored)
+    np.testing.assert_array_equal(data[stored], A.data[np.lexsort((rows, A.indices - rows))])
+
+
+def test_the_family_check_takes_a_zero_of_either_sign_and_nan_where_the_reference_has_it():
+    """y may hold -0.0 where SciPy has 0.0 (a stored -0.0 times a positive x); the check the
+    tuner applies (outputs_match) counts them equal, and NaN equal to NaN."""
+    assert outputs_match(np.array([-0.0, np.nan, 1.0]), np.array([0.0, np.nan, 1.0]))
+    assert not outputs_match(np.array([0.0, 1.0]), np.array([np.nan, 1.0]))
+
+
+def test_tuning_counts_no_variant_wrong_on_stored_zeros_and_a_non_finite_x():
+    """Measured by the tuner (the family's check against SciPy), dia was a wrong result here."""
+    args, ids = [], []
+    for case, M in stored_zero_matrices().items():
+        A = spmv.SpmvMatrix(M)
+        for what, x in stored_zero_vectors(A).items():
+            args.append((A, x))
+            ids.append(f"{case}-{what}")
+    cv = spmv.make_code_variant()
+    tuner = autotuner("spmv", policy=FAST, progress=False)
+    tuner.set_training_args(args, ids=ids)
+    rows = tuner.measure(cv)
+    assert len(rows) == len(args)
+    for row in rows:
+        assert not any(why.startswith("wrong result") for why in row.failed.values()), (row.input_id, row.failed)
+        assert row.times.get("dia") is not None, (row.input_id, row.failed)
 
 
 def test_variants_match_scipy_on_generated_matrices_and_thread_counts():
