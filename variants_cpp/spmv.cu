@@ -85,7 +85,11 @@ __global__ void dia_kernel(int n_rows, int n_cols, int n_diags, const int* __res
     const long long col = static_cast<long long>(row) + offsets[d];
     if (col < 0 || col >= n_cols) continue;
     const double v = data[static_cast<long long>(d) * n_rows + row];
-    if (v != 0.0) sum += v * x[col];  // a stored zero adds nothing, as in CSR (0 * inf is NaN)
+    // Padding is +0.0 (all bits zero) and adds nothing, where 0 * inf would add a NaN that CSR,
+    // which stores no padding, does not have. A stored zero is held as -0.0 (spmv.hpp) and is
+    // multiplied, giving NaN times an inf as in CSR: hence the integer test of the bits, as
+    // v != 0.0 would skip it too.
+    if (__double_as_longlong(v) != 0) sum += v * x[col];
   }
   y[row] = sum;
 }

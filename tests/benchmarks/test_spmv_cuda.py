@@ -111,6 +111,32 @@ def test_cuda_variants_match_scipy(gpu):
 
 
 @pytest.mark.gpu
+def test_cuda_variants_give_nan_for_a_stored_zero_times_a_non_finite_x(gpu):
+    """A stored zero times an inf or NaN is NaN in SciPy's CSR product; the DIA kernel skipped
+    every zero (to skip padding) and gave a finite value. Banded with stored +0.0 and -0.0 and
+    a diagonal stored in even rows only (padding in odd rows); exact values, compared exactly."""
+    n = 700
+    rows = np.concatenate([np.arange(n), np.arange(1, n), np.arange(0, n - 3, 2)])
+    cols = np.concatenate([np.arange(n), np.arange(n - 1), np.arange(3, n, 2)])
+    M = sp.csr_matrix((np.random.default_rng(5).integers(1, 5, rows.size).astype(float), (rows, cols)), shape=(n, n))
+    M.data[::7], M.data[3::11] = 0.0, -0.0
+    tiny = sp.csr_matrix((np.array([0.0, 1.0]), np.array([0, 1]), np.array([0, 1, 2])), shape=(2, 2))
+    for matrix in (tiny, M):
+        A = spmv.SpmvMatrix(matrix)
+        zero_columns = np.unique(A.indices[A.data == 0])
+        for value in (np.inf, -np.inf, np.nan, 1.0):
+            x = np.arange(A.shape[1], dtype=float) % 5 - 2
+            x[zero_columns] = value
+            [(dA, dx)] = spmv_cuda.inputs([(A, x)])
+            expected = A.csr @ x
+            assert np.isfinite(value) or np.isnan(expected).any()
+            for name in spmv_cuda.VARIANT_NAMES:
+                y = spmv_cuda.to_host(spmv_cuda.VARIANTS[name](dA, dx))
+                np.testing.assert_array_equal(y, expected, err_msg=f"{name}, x {value} at stored zeros")
+                assert spmv_cuda.check(spmv_cuda.VARIANTS[name](dA, dx), expected), (name, value)
+
+
+@pytest.mark.gpu
 def test_cuda_refuses_a_strided_view(gpu):
     dA = spmv_cuda.DeviceMatrix(sp.identity(5))
     with cuda.on_device():
@@ -150,17 +176,38 @@ def test_cuda_tune_and_dispatch(gpu):
         assert np.allclose(spmv_cuda.to_host(cv(dA, dx)), dA.host.csr @ spmv_cuda.to_host(dx))
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc on PATH")
-def test_csr_vector_steps_through_a_row_with_a_64_bit_index(tmp_path):
-    """A warp's index into a row advances by 32 in 64 bits: an ``int`` would overflow for a row
-    ending near 2^31 nonzeros (read in the PTX nvcc makes of ``spmv.cu``)."""
+@pytest.fixture(scope="module")
+def spmv_ptx(tmp_path_factory) -> str:
+    """The PTX nvcc makes of ``spmv.cu`` (sm_90), or a skip without nvcc."""
+    if shutil.which("nvcc") is None:
+        pytest.skip("no nvcc on PATH")
     source = Path(__file__).resolve().parents[2] / "variants_cpp" / "spmv.cu"
-    ptx = tmp_path / "spmv.ptx"
+    ptx = tmp_path_factory.mktemp("ptx") / "spmv.ptx"
     run = subprocess.run(["nvcc", "--ptx", "-std=c++17", "-arch=sm_90", "-o", str(ptx), str(source)],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
-    text = ptx.read_text()
-    body = text[text.index("csr_vector_kernel"):]
-    body = body[:body.index("\n}")]
-    steps = re.findall(r"add\.[su](32|64)\s+%\w+, %\w+, 32;", body)
+    return ptx.read_text()
+
+
+def kernel_body(ptx: str, name: str) -> str:
+    body = ptx[ptx.index(name):]
+    return body[:body.index("\n}")]
+
+
+def test_csr_vector_steps_through_a_row_with_a_64_bit_index(spmv_ptx):
+    """A warp's index into a row advances by 32 in 64 bits: an ``int`` would overflow for a row
+    ending near 2^31 nonzeros (read in the PTX nvcc makes of ``spmv.cu``)."""
+    steps = re.findall(r"add\.[su](32|64)\s+%\w+, %\w+, 32;", kernel_body(spmv_ptx, "csr_vector_kernel"))
     assert steps and set(steps) == {"64"}, steps
+
+
+def test_dia_skips_padding_by_its_bits_not_by_a_float_compare(spmv_ptx):
+    """DIA padding is +0.0 and a stored zero -0.0 (SpmvMatrix.dia): the kernel must test the
+    value's bits, as a float compare (``v != 0.0``, setp.*.f64) also skips -0.0 and loses the
+    NaN that CSR gives for a stored zero times an inf. Each value loaded is moved to an integer
+    register and compared with 0 in 64 bits, and no f64 compare is left."""
+    body = kernel_body(spmv_ptx, "dia_kernel")
+    assert not re.findall(r"setp\.\w+\.f64", body)
+    values = re.findall(r"ld\.global\.nc\.f64\s+(%fd\d+), \[%rd\d+\];\s+mov\.b64\s+(%rd\d+), (%fd\d+);"
+                        r"\s+setp\.(?:eq|ne)\.[sub]64\s+%p\d+, (%rd\d+), 0;", body)
+    assert values and all(v == moved and bits == tested for v, bits, moved, tested in values), body
