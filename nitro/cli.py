@@ -132,7 +132,7 @@ def cmd_bundle_build(args):
 
 def cmd_bundle_show(args):
     from .bundle import Bundle
-    bundle = Bundle.load(args.file)
+    bundle = Bundle.load(args.file).check()     # every part read: show vouches for the whole file
     model, info = bundle.model_for(args.device, kind=args.kind, measure=args.measure)
     out = {"computation": bundle.computation, "devices": sorted(bundle.devices), "default": bundle.default,
            "transfer_blocks": {k: b.sources for k, b in bundle.transfer.items()}, "this_device": info,
@@ -202,7 +202,7 @@ def cmd_export_cpp(args):
                                    models_given=dict(_model_file(f) for f in args.model or []))
     path = write_header(bundle, args.output, args.namespace)
     result = {"file": str(path), "bytes": path.stat().st_size,
-              "models": {d: e["model"].kind for d, e in bundle.devices.items()}, "default": bundle.default}
+              "models": {d: bundle.model(d).kind for d in bundle.devices}, "default": bundle.default}
     _emit(args, result, f"wrote {path} ({result['bytes']:,} bytes): models of {len(bundle.devices)} device{'s' * (len(bundle.devices) != 1)} "
                         f"({', '.join(f'{d}: {k}' for d, k in result['models'].items())}); default {bundle.default}"
                         + ("" if args.default else " (the bundle's)" if args.bundle else

@@ -359,7 +359,7 @@ def export_header(bundle: Bundle, namespace: str | None = None) -> str:
     if why:
         raise ValueError(f"export-cpp: namespace {ns!r} {why}: give another with --namespace")
     ids = list(bundle.devices)
-    models = [_model_namespace(i, d, bundle.devices[d]["model"], bundle.variants) for i, d in enumerate(ids)]
+    models = [_model_namespace(i, d, bundle.model(d), bundle.variants) for i, d in enumerate(ids)]
     from .bundle import _tokens as tokens_of
     product_rows = [(product, " ".join(tokens_of(name))) for product, row in bundle.datasheet.items()
                     for name in row.get("names", []) if tokens_of(name)]
@@ -374,7 +374,7 @@ def export_header(bundle: Bundle, namespace: str | None = None) -> str:
 // input features in C++ (C++17, no dependency). Do not edit: export again after tuning.
 // Build with -O3 (GCC vectorises the RBF loops from -O3 on); for AVX2 add -march=native, or
 // define NITRO_EVAL_CLONES as __attribute__((target_clones("avx2", "default"))) before including.
-// Models: {", ".join(f"{_comment(d)} ({bundle.devices[d]['model'].kind})" for d in ids) or "none"}.
+// Models: {", ".join(f"{_comment(d)} ({bundle.model(d).kind})" for d in ids) or "none"}.
 #ifndef {guard}
 #define {guard}
 
@@ -480,7 +480,7 @@ def narrowed(bundle: Bundle, devices=None, default: str | None = None) -> Bundle
     if default is not None and default not in bundle.variants:
         raise ValueError(f"--default {default!r} is not one of the bundle's variants {bundle.variants}")
     return Bundle(bundle.computation, bundle.variants, bundle.input_features, default or bundle.default,
-                  {d: bundle.devices[d] for d in devices}, datasheet=bundle.datasheet, provenance=bundle.provenance)
+                  {d: {**bundle.devices[d], "model": bundle.model(d)} for d in devices}, datasheet=bundle.datasheet, provenance=bundle.provenance)
 
 
 def write_header(bundle: Bundle, path, namespace: str | None = None) -> Path:

@@ -3,6 +3,7 @@ loaded without the store, and each fallback path checked against what it stands 
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -290,7 +291,7 @@ def test_use_bundle_sets_the_model_and_says_how(tmp_path):
 @pytest.mark.parametrize("edit, message", [
     (lambda d: d.update(format="something"), "not a nitro model bundle"),
     (lambda d: d.update(version=99), "unsupported bundle version 99 .*written by a newer nitro .upgrade nitro"),
-    (lambda d: d.update(version=0), "unsupported bundle version 0 .this nitro reads 1, 2.$"),
+    (lambda d: d.update(version=0), "unsupported bundle version 0 .this nitro reads 1, 2, 3.$"),
     # fields this nitro does not know: a newer nitro's, whose meaning would be dropped
     (lambda d: d.update(min_reader=3), "bundle field 'min_reader' is unknown to this nitro: .*newer nitro"),
     (lambda d: d["devices"]["dev1"].update(threads=2), "device 'dev1': field 'threads' is unknown"),
@@ -318,11 +319,34 @@ def test_use_bundle_sets_the_model_and_says_how(tmp_path):
 ])
 def test_invalid_bundles_are_refused_with_the_reason(tmp_path, edit, message):
     data = json.loads(_small(tmp_path).read_text())
+    for entry in data["devices"].values():           # version 3: each model is JSON text, edited as data
+        entry["model"] = json.loads(entry["model"])
     edit(data)
+    for entry in (data.get("devices") or {}).values():
+        if isinstance(entry, dict) and isinstance(entry.get("model"), dict):
+            entry["model"] = json.dumps(entry["model"])
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(data))
     with pytest.raises(ValueError, match=message):
-        load_bundle(bad)
+        load_bundle(bad).check()          # the outline on load, each model where it is read
+
+
+def test_a_broken_model_is_refused_where_it_is_read_naming_the_file_and_device(tmp_path, capsys):
+    """Loading reads a bundle's outline; each device's model is read on first use, so a broken one
+    fails where it is used (and in check(), which nitro bundle show runs), naming file and device,
+    while the other devices' models serve."""
+    path = _small(tmp_path)
+    data = json.loads(path.read_text())
+    data["devices"]["dev1"]["model"] = data["devices"]["dev1"]["model"][:-2]      # cut short
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    bundle = load_bundle(bad)
+    assert bundle.model_for("dev2")[1]["path"] == "exact"
+    for read in (lambda: bundle.model_for("dev1"), bundle.check):
+        with pytest.raises(ValueError, match=f"bundle {re.escape(str(bad))}: the model of device 'dev1': "):
+            read()
+    assert main(["bundle", "show", str(bad), "--device", "dev2"]) == 2
+    assert f"nitro: error: bundle {bad}: the model of device 'dev1': " in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("edit, message", [
@@ -346,24 +370,38 @@ def test_a_broken_transfer_block_is_refused_on_load_naming_it(tmp_path, edit, me
                         info=info, transfer={"*": block}).save(tmp_path / "t.json")
     assert load_bundle(path).model_for("new", device_features={"cores": 8})[1]["path"] == "transfer"
     data = json.loads(path.read_text())
+    packed = data["transfer"]["*"]["weights"]["base64"]
+    data["transfer"]["*"]["weights"]["base64"] = packed[:-8]        # bytes short of the shape: read on use
+    path.write_text(json.dumps(data))
+    lazy = load_bundle(path)
+    assert lazy.model_for("dev1")[1]["path"] == "exact"            # a known device never reads the block
+    for read in (lambda: lazy.model_for("new", device_features={"cores": 8}), lazy.check):
+        with pytest.raises(ValueError, match="t.json: transfer block '\\*': transfer weights: .* bytes do not hold"):
+            read()
+    data["transfer"]["*"]["weights"]["base64"] = packed
     edit(data["transfer"]["*"])
     path.write_text(json.dumps(data))
     with pytest.raises(ValueError, match=message):
         load_bundle(path)
 
 
-def test_bundles_are_written_as_version_2_and_version_1_still_loads(tmp_path):
-    """Version 2 (models of format 2): readers of 1 accepted fields they did not know and dropped
-    them, so they must refuse a bundle written now; bundles written before still load."""
+def test_bundles_are_written_as_version_3_and_versions_1_and_2_still_load(tmp_path):
+    """Version 3: each model is JSON text, parsed for the device that uses it. Version 2 (models of
+    format 2, as objects): readers of 1 accepted fields they did not know and dropped them, so they
+    must refuse a bundle written now; bundles written before still load."""
     path = _small(tmp_path)
     data = json.loads(path.read_text())
-    assert data["version"] == 2 and {e["model"]["format"] for e in data["devices"].values()} == {2}
-    data["version"] = 1
-    for entry in data["devices"].values():
-        entry["model"]["format"] = 1
-    (tmp_path / "v1.json").write_text(json.dumps(data))
-    old = load_bundle(tmp_path / "v1.json")
-    assert old.devices.keys() == {"dev1", "dev2"} and old.model_for("dev2")[0] == load_bundle(path).devices["dev2"]["model"]
+    assert data["version"] == 3 and {json.loads(e["model"])["format"] for e in data["devices"].values()} == {2}
+    now = load_bundle(path).model_for("dev2")[0]
+    for version in (2, 1):
+        data["version"] = version
+        for entry in data["devices"].values():
+            entry["model"] = json.loads(entry["model"]) if isinstance(entry["model"], str) else entry["model"]
+            entry["model"]["format"] = min(version, 2)
+        (tmp_path / f"v{version}.json").write_text(json.dumps(data))
+        old = load_bundle(tmp_path / f"v{version}.json")
+        assert old.devices.keys() == {"dev1", "dev2"} and old.model_for("dev2")[0] == now
+        assert load_bundle(old.save(tmp_path / f"again{version}.json")).model_for("dev2")[0] == now
 
 
 def test_packed_arrays_are_checked(tmp_path):

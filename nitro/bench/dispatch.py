@@ -164,7 +164,7 @@ def bench_bundle(path, inputs, calls: int = 20000, devices: list[str] | None = N
         raise ValueError(f"{path}: no model for {unknown}; it has {sorted(bundle.devices)}")
     out = []
     for device in devices or sorted(bundle.devices):
-        model = bundle.devices[device]["model"]
+        model = bundle.model(device)
         out.append({"device": device, "kind": model.kind, "size": _size(model),
                     **_compiled_against_numpy(model, X, X, calls)})
     return {"machine": f"{platform.node()} {platform.processor() or platform.machine()}", "bundle": str(path),
