@@ -754,8 +754,8 @@ def build_parser() -> argparse.ArgumentParser:
     online = p.add_argument_group("--online: replay refining mode on each target's recorded times")
     online.add_argument("--online", action="store_true",
                         help="replay a stream of training inputs through refining mode from the zero-shot model")
-    online.add_argument("--passes", type=int, default=ONLINE_DEFAULTS["passes"], help="shuffled passes over the training inputs (default 10)")
-    online.add_argument("--stream", type=int, default=None, metavar="N", help="stream length in calls (overrides --passes)")
+    online.add_argument("--passes", type=_at_least(1), default=ONLINE_DEFAULTS["passes"], help="shuffled passes over the training inputs (default 10)")
+    online.add_argument("--stream", type=_at_least(1), default=None, metavar="N", help="stream length in calls (overrides --passes)")
     online.add_argument("--budget", type=float, default=ONLINE_DEFAULTS["budget"], help="largest share of calls that explore (default 0.02)")
     online.add_argument("--time-budget", type=float, default=ONLINE_DEFAULTS["time_budget"],
                         help="largest share of the served calls' time that exploring may add (0: no bound; default 0.01)")

@@ -171,7 +171,9 @@ def evaluate_online(m: Measurements, variants=None, devices=None, test_size: flo
     replayed (every other device still a source); the other options are the refiner's."""
     from .evaluate import holdout_families, holdout_targets, only_targets, split
     if passes < 1 or (stream_length is not None and stream_length < 1):
-        raise ValueError("a replayed stream needs at least one call")
+        wrong = f"passes={passes}" if passes < 1 else f"stream_length={stream_length}"
+        raise ValueError(f"a replayed stream needs at least one call: passes and stream_length are at least 1, "
+                         f"got {wrong}")
     check_options("replay", budget=budget, time_budget=time_budget, candidates=candidates, quantile=quantile,
                   refit_every=refit_every, **{k: v for k, v in options.items() if k in CHECKED_OPTIONS})
     if refit not in ("trees", "kernel"):

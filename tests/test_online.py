@@ -50,6 +50,13 @@ def test_replay_is_deterministic_for_a_seed(odd_target):
         evaluate_online(odd_target(), stream_length=300, time_weight=-1)
 
 
+@pytest.mark.parametrize("options, named", [({"passes": 0}, "passes=0"), ({"stream_length": 0}, "stream_length=0")])
+def test_an_empty_stream_is_refused_naming_the_option_and_value(odd_target, options, named):
+    """Before, either gave "a replayed stream needs at least one call", naming neither."""
+    with pytest.raises(ValueError, match=f"at least 1, got {named}"):
+        evaluate_online(odd_target(), **options)
+
+
 def test_replay_holds_out_a_whole_family(odd_target):
     """--holdout-by: a target's family is left out of its sources, as nitro evaluate does, so that
     refining a new architecture from the others can be replayed; a family that would leave fewer
