@@ -246,7 +246,7 @@ def cmd_bench_training(args):
 
 def cmd_bench_scale(args):
     from .bench.scale import bench_scale, format_scale
-    result = bench_scale(sizes=_ints(args.sizes), devices=args.devices, evaluate_max=args.evaluate_max,
+    result = bench_scale(sizes=args.sizes, devices=args.devices, evaluate_max=args.evaluate_max,
                          steps=args.steps.split(",") if args.steps else None, workdir=args.workdir,
                          progress=not args.json)
     _emit(args, result, format_scale(result))
@@ -259,21 +259,20 @@ def cmd_synthetic(args):
                         f"x {result['variants']} variants to {result['directory']} (for speed tests only)")
 
 
-def _ints(text: str) -> list[int]:
-    try:
-        return [int(float(t)) for t in text.split(",") if t]
-    except ValueError:
-        raise ValueError(f"expected comma-separated whole numbers, got {text!r}") from None
+def _whole_numbers(low: int):
+    """An argparse type: comma-separated whole numbers of at least ``low``, each bad one named as
+    given (``1.5`` is refused as 1.5, not read as 1)."""
+    def numbers(text: str) -> list[int]:
+        items = [t.strip() for t in text.split(",") if t.strip()]
+        bad = [t for t in items if not (t.isascii() and t.isdigit() and int(t) >= low)]
+        if bad or not items:
+            raise argparse.ArgumentTypeError(f"comma-separated whole numbers of at least {low}, got {text!r}"
+                                             + (f" ({', '.join(map(repr, bad))} is not one)" if bad else ""))
+        return [int(t) for t in items]
+    return numbers
 
 
-def _seed_list(text: str) -> list[int]:
-    """``--seeds``: comma-separated whole numbers of at least 0."""
-    seeds = [t.strip() for t in text.split(",") if t.strip()]
-    bad = [t for t in seeds if not (t.isascii() and t.isdigit())]
-    if bad or not seeds:
-        raise argparse.ArgumentTypeError(f"comma-separated whole numbers of at least 0, got {text!r}"
-                                         + (f" ({', '.join(map(repr, bad))} is not one)" if bad else ""))
-    return [int(t) for t in seeds]
+_seed_list = _whole_numbers(0)
 
 
 def _n_jobs(text: str) -> int:
@@ -924,7 +923,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_bench_refine)
     p = bench.add_parser("scale", parents=[common],
                          help="time and peak memory of training steps on synthetic tables of growing size")
-    p.add_argument("--sizes", default="1000,3000,10000,20000,30000,50000,100000", help="inputs per device")
+    p.add_argument("--sizes", type=_whole_numbers(1), default="1000,3000,10000,20000,30000,50000,100000",
+                   help="comma-separated inputs per device")
     p.add_argument("--devices", type=_at_least(1), default=4,
                    help="devices of each synthetic table (default 4; tune_from_source and evaluate need 4 or more)")
     p.add_argument("--steps", help="comma-separated: tune_fit,tune_from_source,evaluate (default: all)")

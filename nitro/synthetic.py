@@ -21,6 +21,7 @@ from .dataset import refuse_to_overwrite
 
 VARIANTS = ["streaming", "tiled", "cache_blocked", "atomic", "serial_fallback"]
 FAMILIES = ["alpha", "beta", "gamma", "delta"]
+MIN_INPUTS = 20   # the fewest inputs a table may have: evaluate splits them into train and test
 
 
 def synthetic_devices(n_devices: int, seed: int = 0) -> pd.DataFrame:
@@ -94,8 +95,8 @@ def variant_times(lat: dict, dev: pd.Series, rng: np.random.Generator, noise: fl
 def generate(directory, n_inputs: int, n_devices: int = 4, n_features: int = 12, seed: int = 0,
              noise: float = 0.03) -> dict:
     """Write a synthetic dataset directory; returns its size. Every device times every input."""
-    if n_inputs < 20 or n_devices < 1:
-        raise ValueError(f"need at least 20 inputs and 1 device, got {n_inputs} and {n_devices}")
+    if n_inputs < MIN_INPUTS or n_devices < 1:
+        raise ValueError(f"need at least {MIN_INPUTS} inputs and 1 device, got {n_inputs} and {n_devices}")
     directory = Path(directory)
     refuse_to_overwrite(directory)
     directory.mkdir(parents=True, exist_ok=True)

@@ -109,6 +109,18 @@ def growth_exponent(sizes, seconds, from_n: int = 10000) -> float | None:
     return float(np.polyfit(n, s, 1)[0])
 
 
+def _checked_sizes(sizes) -> list[int]:
+    """``sizes`` as ints, each a whole number of at least the synthetic table's minimum: a size
+    such as 1.5 is refused as given, not truncated to 1 (and then refused as 1)."""
+    import numbers
+    from ..synthetic import MIN_INPUTS
+    bad = [n for n in sizes if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < MIN_INPUTS]
+    if bad or not sizes:
+        raise ValueError(f"sizes are whole numbers of inputs, at least {MIN_INPUTS} each, got "
+                         f"{', '.join(map(repr, bad)) if bad else 'none'}")
+    return [int(n) for n in sizes]
+
+
 def bench_scale(sizes=SIZES, devices: int = 4, evaluate_max: int = 50000, steps=None, workdir=None,
                 seed: int = 0, progress: bool = True) -> dict:
     """Run every step on a synthetic table of each size (see the module docstring)."""
@@ -123,7 +135,7 @@ def bench_scale(sizes=SIZES, devices: int = 4, evaluate_max: int = 50000, steps=
         raise ValueError(f"steps {', '.join(cross)} learn a target from its sources by CV-DFS: they need at "
                          f"least {CROSS_DEVICE_MIN} devices (a target and {CROSS_DEVICE_MIN - 1} sources), got "
                          f"devices={devices}; give more devices, or only the step tune_fit")
-    sizes = sorted(int(n) for n in sizes)
+    sizes = sorted(_checked_sizes(sizes))
     results: dict = {s: {} for s in steps}
     if workdir is not None:
         Path(workdir).mkdir(parents=True, exist_ok=True)

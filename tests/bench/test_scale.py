@@ -29,3 +29,21 @@ def test_too_few_devices_for_the_cross_device_steps_are_refused_before_any_table
     assert "nitro: error: steps tune_from_source learn a target from its sources" in capsys.readouterr().err
     r = bench_scale(sizes=[60], devices=2, steps=["tune_fit"], workdir=tmp_path, progress=False)
     assert r["steps"]["tune_fit"][60]["fit_inputs"] == 60          # the on-device step needs one device
+
+
+@pytest.mark.parametrize("given, shown", [("1.5", "'1.5' is not one"), ("60,1e4", "'1e4' is not one"),
+                                          ("0", "'0' is not one")])
+def test_sizes_that_are_not_whole_numbers_are_refused_as_given(capsys, given, shown):
+    """``--sizes 1.5`` was read as 1 and refused as "got 1", a size the user never gave."""
+    from nitro.cli import main
+    with pytest.raises(SystemExit):
+        main(["bench", "scale", "--sizes", given])
+    assert f"argument --sizes: comma-separated whole numbers of at least 1, got {given!r} ({shown})" \
+        in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("sizes, shown", [([1.5], "1.5"), ([60, 5], "5"), ([True], "True")])
+def test_bench_scale_refuses_sizes_it_cannot_make_a_table_of(tmp_path, sizes, shown):
+    with pytest.raises(ValueError, match=f"sizes are whole numbers of inputs, at least 20 each, got {shown}$"):
+        bench_scale(sizes=sizes, steps=["tune_fit"], workdir=tmp_path, progress=False)
+    assert not list(tmp_path.iterdir())
