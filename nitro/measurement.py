@@ -70,7 +70,7 @@ class TimingPolicy:
     max_repeats: int = 15
     target_seconds: float = 0.05
     isolate: bool = True
-    timeout: float | None = 60.0   # seconds per variant call, when isolated
+    timeout: float | None = 60.0   # seconds per variant call, when isolated (None or inf: no limit)
     tie: float = 0.03
     max_rounds: int | None = None
     min_sample: float = 1e-5
@@ -98,7 +98,8 @@ class TimingPolicy:
             if not (math.isfinite(getattr(self, name)) and getattr(self, name) >= 0):
                 raise ValueError(f"invalid timing policy {self}: {name} must be a finite number ≥ 0")
         if self.timeout is not None and not self.timeout > 0:
-            raise ValueError(f"invalid timing policy {self}: timeout must be positive or None")
+            raise ValueError(f"invalid timing policy: timeout is a positive number of seconds (None or inf: no "
+                             f"limit), got {self.timeout}")
         if not 0 <= self.tie < 1:
             raise ValueError(f"invalid timing policy {self}: tie must be in [0, 1)")
         if self.max_rounds is not None and self.max_rounds < self.max_repeats:

@@ -34,7 +34,8 @@ from .learn.kron import TIME_WEIGHT, check_time_weight
 from .metrics import fraction_of_optimum
 from .model import SelectorModel
 from .progress import progress_bar
-from .refine import AUDIT, BUDGET, CHECKED_OPTIONS, QUANTILE, REFIT_EVERY, TIME_BUDGET, Refiner, check_options
+from .refine import (AUDIT, BUDGET, CHECKED_OPTIONS, QUANTILE, REFIT_EVERY, TIME_BUDGET, Refiner, check_options,
+                     time_bound)
 
 PASSES = 10   # default stream: ten shuffled passes over the target's training inputs
 
@@ -186,8 +187,8 @@ def evaluate_online(m: Measurements, variants=None, devices=None, test_size: flo
     group, evaluated, skipped = holdout_targets(data, idx, family, holdout_by)
     evaluated, others = only_targets(data, evaluated, others, [data.devices[i] for i in idx], targets)
     notes += skipped
-    refiner_options = dict(budget=budget, time_budget=time_budget, candidates=candidates, quantile=quantile,
-                           refit_every=refit_every, **options)
+    refiner_options = dict(budget=budget, time_budget=time_bound(time_budget), candidates=candidates,
+                           quantile=quantile, refit_every=refit_every, **options)
     common = dict(passes=passes, stream_length=stream_length, seed=seed, cvdfs=cvdfs, max_size=max_size,
                   n_jobs=n_jobs, refit=refit, time_weight=time_weight, options=refiner_options)
     sources = {t: [s for s in idx if group[s] != group[t]] for t in evaluated}

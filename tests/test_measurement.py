@@ -74,10 +74,14 @@ def test_policy_validation():
                               ({"isolate": "no"}, TypeError, "isolate is True or False"),
                               ({"timeout": "60"}, TypeError, "timeout is a number of seconds or None"),
                               ({"target_seconds": -1}, ValueError, "target_seconds must be a finite number"),
-                              ({"target_seconds": float("nan")}, ValueError, "target_seconds must be")]:
+                              ({"target_seconds": float("nan")}, ValueError, "target_seconds must be"),
+                              ({"timeout": float("nan")}, ValueError, "timeout is a positive number of seconds "
+                                                                      r"\(None or inf: no limit\), got nan"),
+                              ({"timeout": -1}, ValueError, "got -1")]:
         with pytest.raises(error, match=match):
             TimingPolicy(**bad)
     assert TimingPolicy(min_repeats=np.int64(2), target_seconds=0, timeout=None).min_repeats == 2
+    assert TimingPolicy(timeout=float("inf")).timeout == float("inf")      # no limit, as None
 
 
 def test_time_interleaved_takes_turns_and_times_each_function_apart():

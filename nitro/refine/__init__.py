@@ -122,7 +122,7 @@ from __future__ import annotations
 
 from .explore import MAX_ROWS, REGRET_WINDOW, SPREAD, Exploration, TimedRun, WrongResult, feature_id
 from .options import (AUDIT, BUDGET, CHECKED_OPTIONS, INTEGER_OPTIONS, OPTIONAL_OPTIONS, QUANTILE, REFIT_EVERY,
-                      REFIT_IN, STORE_SCHEMES, TIME_BUDGET, check_options, warn_if_far_and_sure)
+                      REFIT_IN, STORE_SCHEMES, TIME_BUDGET, check_options, time_bound, warn_if_far_and_sure)
 from .refiner import OPTIONS, Refiner
 from .refit import FAILED_DUEL, HOLDS, MIN_COMPLETE, REFIT_GROWTH, default_refit, default_refit_keeps, duel_gain
 from .writer import EXIT_FLUSH
@@ -131,4 +131,4 @@ __all__ = ["AUDIT", "BUDGET", "CHECKED_OPTIONS", "EXIT_FLUSH", "Exploration", "F
            "INTEGER_OPTIONS", "MAX_ROWS", "MIN_COMPLETE", "OPTIONAL_OPTIONS", "OPTIONS", "QUANTILE", "REFIT_EVERY",
            "REFIT_GROWTH", "REFIT_IN", "REGRET_WINDOW", "Refiner", "SPREAD", "STORE_SCHEMES", "TIME_BUDGET",
            "TimedRun", "WrongResult", "check_options", "default_refit", "default_refit_keeps", "duel_gain",
-           "feature_id", "warn_if_far_and_sure"]
+           "feature_id", "time_bound", "warn_if_far_and_sure"]

@@ -37,7 +37,7 @@ def check_options(computation: str, store=None, refit=None, budget: float = BUDG
     if not 0.0 < budget <= 1.0:
         raise ValueError(f"the exploration budget is a share of calls in (0, 1], got {budget}")
     if time_budget is not None and not time_budget > 0.0:
-        raise ValueError(f"the time budget is a positive share of the served time (None: no bound; on the "
+        raise ValueError(f"the time budget is a positive share of the served time (None or inf: no bound; on the "
                          f"command line, 0), got {time_budget}")
     if not 0.0 < quantile <= 1.0:
         raise ValueError(f"quantile is a share of candidate calls in (0, 1], got {quantile}")
@@ -60,6 +60,13 @@ def check_options(computation: str, store=None, refit=None, budget: float = BUDG
         raise TypeError(f"{computation}: seed is a whole number (the exploring's random draws), got {seed!r}")
     if device_id is not None and not (isinstance(device_id, str) and device_id):
         raise TypeError(f"{computation}: device_id is the non-empty name rows are recorded under, got {device_id!r}")
+
+
+def time_bound(time_budget: float | None) -> float | None:
+    """``time_budget`` as refining keeps it: ``None`` for no bound, which ``float("inf")`` means
+    too (a share of time nothing exceeds), else a float. Kept as ``None`` so that an infinite
+    budget is no bound at all (no call waits for a first timing) and reports print as JSON."""
+    return None if time_budget is None or time_budget == float("inf") else float(time_budget)
 
 
 def _check_types(computation: str, store, refit, **options) -> None:

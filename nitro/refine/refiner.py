@@ -18,7 +18,7 @@ from typing import Callable
 from ..callcost import CallCost
 from ..model import SelectorModel
 from .explore import REGRET_WINDOW, ExploreMixin
-from .options import AUDIT, BUDGET, QUANTILE, REFIT_EVERY, REFIT_IN, TIME_BUDGET, check_options
+from .options import AUDIT, BUDGET, QUANTILE, REFIT_EVERY, REFIT_IN, TIME_BUDGET, check_options, time_bound
 from .refit import RefitMixin, default_refit
 from .writer import WriterMixin
 
@@ -47,7 +47,8 @@ class Refiner(ExploreMixin, RefitMixin, WriterMixin):
     explored call (alternating order, fastest kept), for noisy machines where one timing of a
     millisecond call can be off by a factor. ``time_budget``: the largest share of the served
     calls' time that explored calls may add, or the loss they measure where higher
-    (:attr:`allowed_share`; ``None``: no bound but ``budget``).
+    (:attr:`allowed_share`; ``None`` or ``float("inf")``: no bound but ``budget``; NaN and
+    shares of 0 or less are refused).
     ``background=False`` refits synchronously in the calling thread (deterministic replay).
     ``refit_in``: where background refits run, ``"process"`` (a child interpreter,
     :class:`nitro.refit_worker.RefitProcess`: calls never wait for the refit's interpreter lock)
@@ -76,7 +77,7 @@ class Refiner(ExploreMixin, RefitMixin, WriterMixin):
         self.check = check
         self.budget, self.candidates, self.quantile = float(budget), candidates, float(quantile)
         self.audit = float(audit)
-        self.time_budget = None if time_budget is None else float(time_budget)
+        self.time_budget = time_bound(time_budget)
         self.warmup, self.refit_every, self.repeats = int(warmup), int(refit_every), int(repeats)
         self.stride = max(1, math.floor(self.quantile / self.budget))
         self.base = model

@@ -35,6 +35,19 @@ def test_refining_a_low_model_outside_its_sources_says_what_to_do_first(provenan
         "refine with larger budgets (refine(budget=0.05, time_budget=0.03))" in said[0]
 
 
+@pytest.mark.parametrize("infinite", [float("inf"), None])
+def test_an_infinite_time_budget_is_no_bound_as_none_is(infinite):
+    """time_budget=inf was taken silently as a share, with arithmetic on it (inf × 0 seconds
+    served is NaN); it now means no bound, as None does, and NaN or a negative share is refused."""
+    cv = make_cv([])
+    refiner = cv.refine(time_budget=infinite, refit_every=10_000)
+    stats = refiner.stop()
+    assert refiner.time_budget is None and stats["time_budget"] is None and stats["allowed_share"] is None
+    for bad in (float("nan"), -0.5, float("-inf")):
+        with pytest.raises(ValueError, match=rf"positive share of the served time \(None or inf: no bound; .*got {bad}"):
+            cv.refine(time_budget=bad)
+
+
 def test_refine_arguments_are_checked():
     cv = code_variant("nomodel", tagged([]), {"x": lambda x: float(x)})
     with pytest.raises(ValueError, match="refines a model"):
