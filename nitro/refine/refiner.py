@@ -196,7 +196,9 @@ class Refiner(ExploreMixin, RefitMixin, WriterMixin):
         (``time_skips``), the current margin threshold, the
         refit's name and, for one that fell back to another, why (``refit_fallback``), and where
         refits run (``refit_in``; ``refit_in_fallback``: why not in a process; ``refit_starved``:
-        when and why the child process left the idle scheduling class)."""
+        when and why the child process left the idle scheduling class) and whether a refit is
+        running now (``refit_running``: no call explores meanwhile, so a stream that stops
+        exploring shows why)."""
         c = dict(self._counts)
         with self._lock:                       # the losses' window changes under it while calls explore
             loss = self.measured_loss
@@ -216,7 +218,8 @@ class Refiner(ExploreMixin, RefitMixin, WriterMixin):
                 "refit_fallback": getattr(self._refit, "error", None),
                 "refit_in": "thread" if in_thread else self.refit_in,
                 "refit_in_fallback": in_thread or self._refit_in_fallback,
-                "refit_starved": getattr(self._refit, "starved", None), "active": not self._stopped}
+                "refit_starved": getattr(self._refit, "starved", None), "refit_running": self._refit_lock.locked(),
+                "active": not self._stopped}
 
 
 OPTIONS = tuple(p for p in inspect.signature(Refiner.__init__).parameters   # refine(**options); the check

@@ -484,6 +484,30 @@ def test_a_refit_that_finishes_after_stop_is_not_swapped_in():
     assert cv.model is base and refiner.stats()["refits"] == 0
 
 
+def test_stats_say_whether_a_refit_is_running_now():
+    """stats() had no flag for a background refit running, though no call explores meanwhile."""
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_refit(base, X, times):
+        entered.set()
+        release.wait(30)
+        return kernel_model(weights=[[0, 0, 1.0]] * 3)
+
+    ran = []
+    cv = make_cv(ran, name="refit-running")
+    refiner = cv.refine(refit=slow_refit, budget=1.0, time_budget=None, quantile=1.0, warmup=0, refit_every=1)
+    assert refiner.stats()["refit_running"] is False
+    for x in XS:
+        cv(float(x))
+        if entered.is_set():
+            break
+    assert entered.wait(30) and refiner.stats()["refit_running"] is True
+    release.set()
+    assert refiner.wait(30)
+    stats = refiner.stop()
+    assert stats["refit_running"] is False
+
+
 def test_a_model_refitted_only_from_complete_rows_says_when_explored_calls_cannot_complete_them():
     """An on-device model (not a kernel one) is refitted from rows that time every variant; with
     two candidates of three, only inputs explored again complete one: refine() says so."""
