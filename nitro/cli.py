@@ -6,6 +6,7 @@ import csv
 import json
 import math
 import os
+import re
 import sys
 import threading
 import warnings
@@ -959,8 +960,22 @@ def _terminated(signum, frame):
     raise Terminated()
 
 
+def _dash_lists_joined(argv: list[str]) -> list[str]:
+    """``argv`` with ``--option -1,2`` given as ``--option=-1,2``: argparse takes a value that
+    starts with "-" and is not one number for an option and refuses ``--seeds -1,2`` with
+    "expected one argument"; joined, the option's own check names the bad value."""
+    out: list[str] = []
+    for arg in argv:
+        option = out[-1] if out and "--" not in out[:-1] else ""     # none after "--": positionals only
+        if re.fullmatch(r"--[^=]+", option) and re.fullmatch(r"-[0-9.][^\s=]*,\S*", arg):
+            out[-1] = f"{option}={arg}"
+        else:
+            out.append(arg)
+    return out
+
+
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(_dash_lists_joined(sys.argv[1:] if argv is None else argv))
     import signal
     own = signal.getsignal(signal.SIGTERM) is signal.SIG_DFL and threading.current_thread() is threading.main_thread()
     if own:

@@ -242,6 +242,8 @@ def test_bench_variants_json_scores_every_test_input(capsys):
     (["evaluate", "DIR", "--seeds", "1.5,2"], "argument --seeds: comma-separated whole numbers of at least 0, got "
      "'1.5,2' ('1.5' is not one)"),             # before: read as seeds 1 and 2 without a word
     (["evaluate", "DIR", "--seeds=-1,2"], "argument --seeds: comma-separated whole numbers of at least 0"),
+    (["evaluate", "DIR", "--seeds", "-1,2"], "argument --seeds: comma-separated whole numbers of at least 0, got "
+     "'-1,2' ('-1' is not one)"),               # before: "expected one argument", as if no value were given
     (["evaluate", "DIR", "--online", "--passes", "0"], "argument --passes: at least 1, got 0"),   # before: "a replayed
     (["evaluate", "DIR", "--online", "--stream", "0"], "argument --stream: at least 1, got 0"),   # stream needs ..."
     (["evaluate", "DIR", "--n-jobs", "0"], "argument --n-jobs: a whole number other than 0 (-1: every core), got '0'"),
