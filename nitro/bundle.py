@@ -458,7 +458,10 @@ class Bundle:
             data = json.loads(_gunzip(raw) if raw[:2] == b"\x1f\x8b" else raw)
         except FileNotFoundError:
             raise FileNotFoundError(f"no bundle file {path}") from None
-        except ValueError as exc:       # OSErrors (permission, a folder) propagate as they are
+        except IsADirectoryError:
+            raise IsADirectoryError(f"{path} is a folder: a bundle is one JSON file (as `nitro bundle build "
+                                    "--output FILE` writes it)") from None
+        except ValueError as exc:       # other OSErrors (permission) propagate as they are
             raise ValueError(f"bundle {path} is not readable JSON: {exc}") from None
         try:
             bundle = cls.from_dict(data)

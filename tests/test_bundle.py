@@ -429,13 +429,20 @@ def test_os_errors_reach_the_caller_as_they_are(tmp_path):
     a ValueError saying the file is not JSON."""
     import os
     (tmp_path / "folder.json").mkdir()
-    with pytest.raises(IsADirectoryError):
+    with pytest.raises(IsADirectoryError, match="folder.json is a folder: a bundle is one JSON file"):
         load_bundle(tmp_path / "folder.json")
     path = _small(tmp_path)
     path.chmod(0)
     if os.geteuid() != 0:               # root reads it anyway
         with pytest.raises(PermissionError):
             load_bundle(path)
+
+
+def test_bundle_show_of_a_folder_names_it_and_says_a_bundle_is_a_file(tmp_path, capsys):
+    """``nitro bundle show FOLDER`` printed Python's raw "[Errno 21] Is a directory"."""
+    assert main(["bundle", "show", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"nitro: error: {tmp_path} is a folder: a bundle is one JSON file" in err and "Errno" not in err
 
 
 def test_gzipped_bundles_load_and_broken_ones_are_refused(tmp_path):
