@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import numbers
 import warnings
 from collections import Counter
 from typing import Any, Iterable, Sequence
@@ -42,6 +43,14 @@ def input_id(args: tuple) -> str:
         else:
             raise TypeError(f"cannot derive an input id from {type(a).__name__}: pass ids= to set_training_args")
     return h.hexdigest()[:16]
+
+
+def _warn_if_budget_exceeds_inputs(name: str, budget: int | float, n: int) -> None:
+    """Say that a count budget above the training inputs measures them all: the user asked for
+    more than exists, and silently measuring fewer hides a wrong set of training args."""
+    if isinstance(budget, numbers.Integral) and budget > n:
+        warnings.warn(f"{name}: a budget of {budget} inputs, but there are {n} training inputs: all {n} are "
+                      "measured", stacklevel=4)
 
 
 def _warn_if_only_the_reference_is_right(cv: CodeVariant, rows: Sequence[TrainingRow]) -> None:
@@ -277,6 +286,7 @@ class Autotuner:
             raise ValueError(f"{self.name}: call set_training_args before tuning")
         n = len(self.training_args)
         limit = budget_count(budget, n)
+        _warn_if_budget_exceeds_inputs(cv.name, budget, n)
         X = np.array([feature_vector(cv.feature_names, cv.compute_features(*a), f"{cv.name}, input {i}: ")
                       for i, a in zip(self.training_ids, self.training_args)])
         index = {iid: k for k, iid in enumerate(self.training_ids)}

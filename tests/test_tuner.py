@@ -263,6 +263,30 @@ def test_active_learning_works_with_the_time_learners_too(learner):
     assert len(tuner.training_rows[f"budget-{learner}"]) <= 20 and model.variants
 
 
+def test_a_budget_above_the_training_inputs_says_all_are_measured():
+    """tune(budget=50) on 12 inputs measured all 12 without a word; a budget within them says nothing."""
+    import warnings
+
+    def slow_small(x):
+        return sum(range(int(x)))
+
+    def closed_form(x):
+        return int(x) * (int(x) - 1) // 2
+
+    cv = code_variant("budget-over", [slow_small, closed_form], {"x": lambda x: float(x)})
+    cv.record = False
+    tuner = autotuner("budget-over", policy=FAST, progress=False)
+    tuner.set_training_args([float(i) for i in range(1, 120, 10)])
+    with pytest.warns(UserWarning, match="budget-over: a budget of 50 inputs, but there are 12 training inputs: "
+                                         "all 12 are measured"):
+        tuner.tune([cv], budget=50)
+    assert len(tuner.training_rows["budget-over"]) == 12
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*a budget of")
+        tuner.tune([cv], budget=12)
+        tuner.tune([cv], budget=1.0)        # a fraction is of the inputs there are: nothing more asked for
+
+
 def test_a_resumed_tune_reads_the_recorded_rows_under_the_constraints_as_they_stand_now():
     def loop(x):                     # the fastest, where it may run
         return x + 1
