@@ -21,17 +21,25 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_array, has_fit_parameter
 
 
-def check_times(X, times, min_variants: int = 1):
-    """Validated ``(X, times)``: finite features, a float time matrix with one row per input
-    (NaN or non-positive = failed), and at least one valid time in every row."""
+def times_matrix(X, times):
+    """``(X, times)`` as every learner takes them: finite features and a float time matrix with
+    one row per input, a failed run (NaN, infinite, zero or negative) as NaN, so that no learner
+    takes a failure's 0 or -1 for the fastest time."""
     X = check_array(X, dtype=np.float64)
     times = np.array(times, dtype=np.float64, copy=True)
     if times.ndim != 2 or times.shape[0] != X.shape[0]:
         raise ValueError(f"times must be an (n_inputs, n_variants) matrix with {X.shape[0]} rows, "
                          f"got shape {times.shape}")
+    times[~np.isfinite(times) | (times <= 0)] = np.nan
+    return X, times
+
+
+def check_times(X, times, min_variants: int = 1):
+    """Validated ``(X, times)`` (:func:`times_matrix`) with at least ``min_variants`` variants and
+    one valid time in every row."""
+    X, times = times_matrix(X, times)
     if times.shape[1] < min_variants:
         raise ValueError(f"times has {times.shape[1]} variants, need at least {min_variants}")
-    times[~np.isfinite(times) | (times <= 0)] = np.nan
     empty = np.isnan(times).all(axis=1)
     if empty.any():
         raise ValueError(f"{int(empty.sum())} input(s) have no valid variant time (row {int(np.flatnonzero(empty)[0])}); "
@@ -85,14 +93,14 @@ def regret_weights(times: np.ndarray, floor: float = 0.01, cap: float = 1.0) -> 
 
 def fit_selector(learner, X, times):
     """A fitted clone of ``learner`` from a time matrix: time learners get the times, label
-    learners the index of each input's fastest variant (inputs without one are dropped),
+    learners the index of each input's fastest variant (inputs without one are dropped; a
+    failed run is NaN, or a zero or negative time, as for time learners),
     weighted by :func:`regret_weights` where the learner takes ``sample_weight``."""
-    X = np.asarray(X, dtype=np.float64)
-    times = np.asarray(times, dtype=np.float64)
+    X, times = times_matrix(X, times)
     est = clone(learner)
     if getattr(est, "fits_times", False):
         return est.fit(X, times)
-    ok = np.isfinite(times).any(axis=1)
+    ok = ~np.isnan(times).all(axis=1)
     if has_fit_parameter(est, "sample_weight"):
         return est.fit(X[ok], best_index(times[ok]), sample_weight=regret_weights(times[ok]))
     return est.fit(X[ok], best_index(times[ok]))

@@ -138,3 +138,20 @@ def test_tune_and_dispatch_through_a_code_variant(name, store):
     assert abs(cv(x) - float(np.dot(x, x))) < 1e-9
     # the loop is never the fastest on large arrays: no selector may choose it there
     assert cv.select(rng.random(5000)) != "sum_loop"
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("failed", [0.0, -1.0])
+def test_a_failed_run_given_as_a_non_positive_time_is_never_chosen(name, failed):
+    # a label learner once took the failures' 0 (or -1) for the fastest time and chose the failed variant
+    X, T = problem(80, 6)
+    T[:, 0] = failed
+    chosen = predict_index(fit_selector(make_selector(name), X, T), X)
+    assert not (chosen == 0).any()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_time_matrix_of_another_length_is_refused_naming_its_shape(name):
+    X, T = problem(40, 7)
+    with pytest.raises(ValueError, match=r"40 rows, got shape \(39, 3\)"):
+        fit_selector(make_selector(name), X, T[:-1])
