@@ -68,6 +68,41 @@ def _check_fields(profiles: Mapping, what: str, shape: str, second: type) -> Non
                              f"its metrics a mapping; got {key!r}: {type(record).__name__}")
 
 
+def _feature_value_ok(value) -> bool:
+    """Whether ``value`` may be a device feature's value: None (unknown) or a finite number
+    (not a bool, which JSON would store as ``true``)."""
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value))
+
+
+def _encode_feature(device_id: str, name, rec) -> str:
+    """One feature of a device record as stored, or a ValueError naming the device, the
+    feature and the bad part: a record that a later read could not use is never written."""
+    if not (isinstance(name, str) and name) or not isinstance(rec, Mapping):
+        raise ValueError(f"a feature of device {device_id!r} is a non-empty name mapped to "
+                         f"{{'value', 'unit', 'source'}}, got {name!r}: {rec!r}")
+    value, unit, source = rec.get("value"), rec.get("unit") or "", rec.get("source") or ""
+    if not _feature_value_ok(value):
+        raise ValueError(f"device feature {name!r} of {device_id!r} is not a finite number: {value!r}")
+    if not (isinstance(unit, str) and isinstance(source, str)):
+        raise ValueError(f"the unit and source of device feature {name!r} of {device_id!r} are text, "
+                         f"got {unit!r} and {source!r}")
+    return _dumps({"value": value, "unit": unit, "source": source})
+
+
+def _decode_feature(device_id: str, name: bytes, raw: bytes) -> dict:
+    """One stored feature of a device record, validated (a finite number or null, text unit
+    and source), or a StoreError naming the device and the feature: a NaN or a text value
+    would otherwise reach a model as a feature."""
+    what = f"feature {name.decode(errors='replace')!r} of device {device_id!r}"
+    rec = _loads(raw, what)
+    if not (isinstance(rec, dict) and _feature_value_ok(rec.get("value"))
+            and all(isinstance(rec.get(k) or "", str) for k in ("unit", "source"))):
+        raise StoreError(f"malformed {what} in the store: {raw[:80]!r} (a feature is "
+                         '{"value": a finite number or null, "unit": text, "source": text}); '
+                         "record the device again to replace it")
+    return rec
+
+
 def _loads(raw, what: str):
     try:
         return json.loads(raw)
@@ -324,19 +359,18 @@ class Store:
     # -- device features ----------------------------------------------------------------------
     def put_device(self, device_id: str, features: Mapping[str, Mapping], replace: bool = True):
         """Write a device's feature record: name -> {"value", "unit", "source"}; with
-        ``replace=False`` the given features are added to (or update) the stored ones."""
-        mapping = {}
-        for name, rec in features.items():
-            value = rec.get("value")
-            if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value)):
-                raise ValueError(f"device feature {name!r} of {device_id!r} is not a finite number")
-            mapping[name] = _dumps({"value": value, "unit": rec.get("unit", ""),
-                                    "source": rec.get("source", "")})
+        ``replace=False`` the given features are added to (or update) the stored ones. Each
+        feature is checked first (a finite number or None, text unit and source), and an empty
+        record is refused: replacing with it would erase the stored one and leave the device
+        listed without a record."""
+        if not isinstance(features, Mapping) or not features:
+            raise ValueError(f"a device record maps one or more feature names to {{'value', 'unit', 'source'}}; "
+                             f"got {features!r} for {device_id!r} (nothing was written)")
+        mapping = {name: _encode_feature(device_id, name, rec) for name, rec in features.items()}
         pipe = self.client.pipeline(transaction=True)
         if replace:
             pipe.delete(keys.device(device_id))
-        if mapping:
-            pipe.hset(keys.device(device_id), mapping=mapping)
+        pipe.hset(keys.device(device_id), mapping=mapping)
         self._call(pipe.execute)
         self._call(self.client.sadd, keys.devices_with_features(), device_id)
 
@@ -346,7 +380,7 @@ class Store:
             if missing_ok:
                 return None
             raise StoreError(f"unknown device {device_id!r}: the store has no features for it")
-        return {k.decode(): _loads(v, f"feature of device {device_id!r}") for k, v in raw.items()}
+        return {k.decode(): _decode_feature(device_id, k, v) for k, v in raw.items()}
 
     def put_device_metadata(self, device_id: str, metadata: Mapping[str, str], replace: bool = True):
         """Add (or update) a device's metadata: name -> text (``vendor``, ``kind``, ``arch``).

@@ -61,6 +61,28 @@ def test_device_features_validated_and_merged(store):
     assert set(store.device("d")) == {"cores", "peak_gbps"}
 
 
+def test_a_device_record_that_a_read_could_not_use_is_refused_and_changes_nothing(store):
+    store.put_device("d", {"cores": {"value": 4, "unit": "cores", "source": "query"}})
+    for bad, message in (({"cores": {"value": True}}, "not a finite number: True"),
+                         ({"cores": 4}, "a feature of device 'd' is a non-empty name"),
+                         ({"": {"value": 1.0}}, "a feature of device 'd' is a non-empty name"),
+                         ({"cores": {"value": 4, "unit": 5}}, "are text, got 5"),
+                         ({}, "one or more feature names"), ([("cores", {"value": 1})], "one or more feature names")):
+        with pytest.raises(ValueError, match=message):
+            store.put_device("d", bad)
+    assert store.device("d") == {"cores": {"value": 4, "unit": "cores", "source": "query"}}
+    assert store.device_ids() == ["d"]
+
+
+@pytest.mark.parametrize("stored", ['{"value": NaN, "unit": "", "source": ""}', '{"value": "many"}', "5",
+                                    '{"value": 4, "unit": ["x"]}'])
+def test_a_malformed_stored_device_feature_is_named_on_reading(store, stored):
+    # another program's (or an older run's) record: once read as is, a NaN or a text reached the models
+    store.client.hset(keys.device("d"), mapping={"cores": stored, "ok": '{"value": 1, "unit": "", "source": ""}'})
+    with pytest.raises(StoreError, match="malformed feature 'cores' of device 'd' in the store"):
+        store.device("d")
+
+
 def test_names_cannot_reach_other_keys(store):
     evil = "hist}:rows:dev1"
     store.declare("hist", ["a", "b"], ["N"])
