@@ -17,6 +17,7 @@ from .errors import StoreError
 
 ENV_URL = "NITRO_STORE"
 ENV_DATA_DIR = "NITRO_DATA_DIR"
+SCHEMES = ("redis://", "rediss://", "unix://")
 
 
 def default_data_dir() -> Path:
@@ -52,8 +53,13 @@ def redact(url: str) -> str:
 
 
 def url_problem(url: str) -> str | None:
-    """Why ``url`` cannot be read as meant, or ``None``: a password holding ``/ ? # @`` unencoded
-    is cut there, and its pieces read as host, port, database or options (and printed)."""
+    """Why ``url`` cannot be read as meant, or ``None``: a scheme redis-py does not speak (said
+    before any connection is tried, not as a server that does not answer), or a password holding
+    ``/ ? # @`` unencoded, cut there, its pieces read as host, port, database or options (and printed)."""
+    if not url.startswith(SCHEMES):
+        given = f"one starting {url.partition('://')[0]}://" if "://" in url else "one without a scheme"
+        return (f"a store URL starts with {', '.join(SCHEMES)} (redis://host:6379/0), got {given}; "
+                "without a URL nitro uses its embedded store")
     rest = url.partition("://")[2]
     head, _, query = rest.partition("?")
     path = head.partition("/")[2]

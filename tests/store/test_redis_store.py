@@ -135,6 +135,15 @@ def test_unreachable_url_is_one_clear_error_without_password():
     assert redact("rediss://u:pw@host:6380/0") == "rediss://u:***@host:6380/0"
 
 
+@pytest.mark.parametrize("url, given", [("localhost:6379", "one without a scheme"),
+                                        ("http://user:s3cret@localhost:6379/0", "one starting http://"),
+                                        ("REDIS://localhost:6379/0", "one starting REDIS://")])
+def test_a_url_of_another_scheme_is_named_as_such_not_as_a_server_that_does_not_answer(url, given):
+    with pytest.raises(StoreError, match="a store URL starts with redis://, rediss://, unix://") as err:
+        connect(url)
+    assert given in str(err.value) and "does not answer" not in str(err.value) and "s3cret" not in str(err.value)
+
+
 def test_embedded_store_persists_across_connections(tmp_path, monkeypatch):
     monkeypatch.setenv("NITRO_DATA_DIR", str(tmp_path))
     s = Store()
