@@ -30,6 +30,16 @@ def cmd_demo(args):
     _emit(args, result, format_demo(result))
 
 
+def _model_summary(store, computation: str, device: str) -> str:
+    """How ``store ls`` names a stored model: its method or kind, or why it does not load (one
+    unreadable model does not make its computation's rows look unreadable)."""
+    try:
+        model = store.model(computation, device) or {}
+    except StoreError as exc:
+        return f"does not load ({exc})"
+    return model.get("provenance", {}).get("method") or model.get("kind", "?")
+
+
 def cmd_store_ls(args):
     store = _store(args)
     out = {}
@@ -43,9 +53,7 @@ def cmd_store_ls(args):
                 continue
             models = {}
             for d in with_models.get(comp, []):
-                model = store.model(comp, d)
-                if model is not None:
-                    models[d] = model.get("provenance", {}).get("method") or model.get("kind", "?")
+                models[d] = _model_summary(store, comp, d)
             out[comp] = {"variants": meta["variants"], "features": meta["features"],
                          "devices": {d: store.row_count(comp, d) for d in store.devices(comp)}, "models": models}
         except StoreError as exc:          # one unreadable computation does not hide the others

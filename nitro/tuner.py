@@ -22,7 +22,7 @@ from .metrics import fraction_of_optimum
 from .progress import progress_bar
 from .search import (PLATEAU_INPUTS, PLATEAU_QUALITY, SKIPPED, EarlyStopping, budget_count, margins, prior_order,
                      spread_indices)
-from .store import Store
+from .store import Store, StoreError
 from .variant import CodeVariant
 
 
@@ -410,9 +410,13 @@ class Autotuner:
 
     def _earlier_report(self, cv: CodeVariant) -> dict | None:
         """The timing report of the on-device model this device has (stored, or installed), whose
-        measurement a resumed ``tune()`` read back without measuring anything."""
+        measurement a resumed ``tune()`` read back without measuring anything (a stored model that
+        does not load has none: the fit replaces it)."""
         device = cv.device_id or devices_mod.current_device_id()
-        stored = self.store.model(cv.name, device) if cv.record else None
+        try:
+            stored = self.store.model(cv.name, device) if cv.record else None
+        except StoreError:
+            stored = None
         for provenance in ((stored or {}).get("provenance") or {}, cv.model.provenance if cv.model else {}):
             if provenance.get("method") == "on-device" and provenance.get("device") == device \
                     and isinstance(provenance.get("timing"), dict) and provenance["timing"].get("n_inputs"):

@@ -109,6 +109,19 @@ def test_store_rm_says_what_it_would_remove_and_removes_only_with_yes(capsys, tm
     assert main(["store", "rm", "whole", "--yes"]) == 0
 
 
+def test_store_ls_names_a_stored_model_that_does_not_load_and_still_lists_its_rows(capsys, tmp_path):
+    from nitro.store import Store, keys
+    from nitro.synthetic import generate
+    syn = generate(tmp_path / "syn", n_inputs=20, n_devices=4)["directory"]
+    assert main(["store", "import", syn, "old"]) == 0
+    Store().client.set(keys.model("old", "synthetic_alpha_0"), '{"kind": "svc", "version": 0}')    # an older run's
+    capsys.readouterr()
+    assert main(["store", "ls", "--json"]) == 0
+    listing = json.loads(capsys.readouterr().out)["old"]
+    assert listing["devices"]["synthetic_alpha_0"] == 20
+    assert listing["models"]["synthetic_alpha_0"].startswith("does not load (the model of old/synthetic_alpha_0")
+
+
 def test_store_import_ls_export(capsys, tmp_path, spmv_dataset):
     assert main(["store", "import", str(spmv_dataset), "spmv", "--variants", "csr,coo,ell,sellp"]) == 0
     capsys.readouterr()

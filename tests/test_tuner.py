@@ -62,6 +62,19 @@ def test_tuning_resumes_without_remeasuring(store):
     assert store.model("inc", "dev")["provenance"]["timing"]["n_inputs"] == 1
 
 
+def test_tune_replaces_a_stored_model_that_does_not_load(store):
+    from nitro.store import keys
+    cv = code_variant("inc2", {"one": lambda x: x + 1, "other": lambda x: 1 + x}, {"x": lambda x: float(x)})
+    cv.record, cv.device_id = True, "dev"
+    tuner = autotuner("inc2", store=store, policy=TimingPolicy(min_repeats=1, max_repeats=3, target_seconds=0.0,
+                                                               min_sample=0.0), progress=False)
+    tuner.set_training_args([1, 2, 3])
+    tuner.tune([cv])
+    store.client.set(keys.model("inc2", "dev"), '{"kind": "svc", "version": 0}')     # an older run's
+    tuner.tune([cv])                    # resumed: nothing to measure, the stored model read for its report
+    assert SelectorModel.from_dict(store.model("inc2", "dev")).variants
+
+
 def test_bad_training_inputs_are_named():
     cv = code_variant("inc", {"a": lambda x: x}, {"x": lambda x: float(x)})
     tuner = autotuner("inc", policy=FAST, progress=False)

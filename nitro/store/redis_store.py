@@ -423,8 +423,22 @@ class Store:
         self._call(self.client.set, keys.model(computation, device_id), _dumps(model))
 
     def model(self, computation: str, device_id: str) -> dict | None:
+        """The stored model of ``computation`` for the device as plain data (None when there is
+        none), checked to load: a model this nitro cannot read (an older run's format, another
+        program's value) is a StoreError naming the computation and device, not an error about a
+        model nobody named from whatever reads it."""
+        from ..model import SelectorModel
         raw = self._call(self.client.get, keys.model(computation, device_id))
-        return None if raw is None else _loads(raw, "model")
+        if raw is None:
+            return None
+        where = f"{computation}/{device_id}"
+        model = _loads(raw, f"model of {where}")
+        try:
+            SelectorModel.from_dict(model)
+        except ValueError as exc:
+            raise StoreError(f"the model of {where} stored in {self.name} does not load ({exc}): fit it "
+                             "again (tune(), nitro tune-from-source) to replace it") from None
+        return model
 
     # -- profiles -----------------------------------------------------------------------------
     def put_profiles(self, computation: str, device_id: str, profiles: Mapping[tuple[str, str], Mapping]):

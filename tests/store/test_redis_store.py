@@ -115,6 +115,15 @@ def test_a_model_is_stored_as_it_is_or_as_its_dict(store):
     assert store.model("hist", "dev2") == store.model("hist", "dev1")
 
 
+def test_a_stored_model_that_does_not_load_is_named_by_computation_and_device(store):
+    # an older run's model: whatever read it failed with "unsupported model format None", naming no model
+    store.declare("hist", ["a", "b"], ["N"])
+    store.client.set(keys.model("hist", "dev1"), '{"kind": "svc", "version": 0}')
+    with pytest.raises(StoreError, match=r"the model of hist/dev1 stored in .* does not load \(unsupported model format"):
+        store.model("hist", "dev1")
+    assert store.model("hist", "dev2") is None
+
+
 def test_newer_schema_is_refused(store):
     store.client.set(keys.schema(), 99)
     with pytest.raises(StoreError, match="schema version 99"):
