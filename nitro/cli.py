@@ -848,8 +848,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("profile", parents=[common],
                        help="profile a benchmark family's variants and the application proxies here (for P-DFS)")
     p.add_argument("computation", help="benchmark family, e.g. histogram")
-    p.add_argument("--inputs", type=int, default=4, help="training inputs to profile (the first small ones)")
-    p.add_argument("--max-bytes", type=int, default=256 << 10, help="largest input profiled (callgrind is ~50x slower)")
+    p.add_argument("--inputs", type=_at_least(1), default=4,
+                   help="training inputs to profile (the first small ones; default 4)")
+    p.add_argument("--max-bytes", type=_at_least(1), default=256 << 10,
+                   help="largest input profiled, in bytes (callgrind is ~50x slower; default 262144)")
     p.add_argument("--reprofile", action="store_true", help="profile again what the store already has")
     p.set_defaults(func=cmd_profile)
 

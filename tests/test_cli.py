@@ -266,6 +266,10 @@ def test_bench_variants_json_scores_every_test_input(capsys):
     (["bench", "cvdfs", "DIR", "--reference-fits", "0"], "argument --reference-fits: at least 1, got 0"),
     (["bench", "dispatch", "--calls", "-5"], "argument --calls: at least 1, got -5"),
     (["synthetic", "DIR", "--seed", "-1"], "argument --seed: at least 0, got -1"),
+    # before: --inputs 0 said no input had at most 262144 bytes, and --inputs -3 profiled all but the last three
+    (["profile", "histogram", "--inputs", "0"], "argument --inputs: at least 1, got 0"),
+    (["profile", "histogram", "--inputs=-3"], "argument --inputs: at least 1, got -3"),
+    (["profile", "histogram", "--max-bytes", "0"], "argument --max-bytes: at least 1, got 0"),
     (["explain", "x", "--min-gain", "nan"], "argument --min-gain: a finite number of at least 0, got 'nan'")])
 def test_out_of_range_options_are_refused_by_name(capsys, tmp_path, argv, message):
     """Refused by the parser, naming the option: a zero budget of fits, a split with no test
