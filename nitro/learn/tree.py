@@ -27,6 +27,18 @@ def losses(times: np.ndarray) -> np.ndarray:
     return 1.0 - 1.0 / slowdown(times)
 
 
+def _budget(watts) -> float:
+    """A power budget in watts: a positive number (``inf``: no budget). A NaN, from a power
+    reading that failed, would fit no variant and answer "none fits" for every input."""
+    try:
+        budget = float(watts)
+    except (TypeError, ValueError):
+        budget = float("nan")
+    if isinstance(watts, bool) or not budget > 0:
+        raise ValueError(f"a power budget is a positive number of watts, got {watts!r}")
+    return budget
+
+
 class TreeSelector(TimeSelector):
     """Regression tree on per-variant losses; choose the variant of the smallest leaf loss."""
 
@@ -78,6 +90,7 @@ class TreeSelector(TimeSelector):
     def choose_under(self, X, watts: float) -> np.ndarray:
         """Per input, the variant of least predicted loss whose predicted power is ≤ ``watts``
         (-1 where none is)."""
+        watts = _budget(watts)
         loss, power = self.predict_loss(X), self.predict_power(X)
         loss = np.where(power <= watts, loss, np.inf)
         return np.where(np.isfinite(loss).any(axis=1), loss.argmin(axis=1), -1)
@@ -85,7 +98,7 @@ class TreeSelector(TimeSelector):
     def fastest_region_under(self, X, watts: float, feature_names=None, variant_names=None) -> dict | None:
         """Among the regions (leaves) that the inputs ``X`` fall in, the (region, variant) with
         the fastest predicted best time whose predicted power is ≤ ``watts``."""
-        X = self._check_X(X)
+        X, watts = self._check_X(X), _budget(watts)
         leaves, power, loss = self.tree_.apply(X), self.predict_power(X), self.predict_loss(X)
         best = None
         for leaf in np.unique(leaves):

@@ -1,5 +1,7 @@
 """Starchart's explainable partition: which features split first, where each variant wins,
 power as a second target, and focused (iterative) sampling."""
+import re
+
 import numpy as np
 import pytest
 
@@ -53,6 +55,17 @@ def test_power_queries():
     assert r["variant"] in ("serial", "parallel") and r["watts"] <= 100.0 and "size" in r["conditions"]
     with pytest.raises(ValueError, match="power"):
         TreeSelector().fit(X, T).choose_under(big, 100.0)
+
+
+@pytest.mark.parametrize("watts", [float("nan"), 0.0, -5.0, "100 W", None, True])
+def test_a_power_budget_that_is_not_a_positive_number_is_refused_naming_it(watts):
+    # a NaN (a failed power reading) answered "no variant fits" (-1) for every input, without a word
+    X = inputs(100, 3)
+    sel = TreeSelector().fit(X, times_of(X), power=np.tile([20.0, 80.0, 250.0], (100, 1)))
+    for query in (sel.choose_under, sel.fastest_region_under):
+        with pytest.raises(ValueError, match=f"a power budget is a positive number of watts, got {re.escape(repr(watts))}"):
+            query(X[:3], watts)
+    assert sel.choose_under(X[:3], float("inf")).tolist() == sel.predict(X[:3]).tolist()
 
 
 def test_focused_sampling_measures_where_the_choice_is_unsettled():
