@@ -131,14 +131,15 @@ def build_bundle(store: Store, name: str, devices=None, learner="svm", default: 
     devices = list(devices) if devices else known
     if not devices:
         raise ValueError(f"{name}: no device has training rows in the store")
-    unknown = [d for d in devices if d not in known and store.model(name, d) is None]
+    with_model = set(store.model_devices(name))     # existence only: each model is read (and checked) once below
+    unknown = [d for d in devices if d not in known and d not in with_model]
     if unknown:        # checked, as the default is, before any model is fitted and stored
         raise ValueError(f"{name}: the store has neither rows nor a model of {', '.join(map(repr, unknown))}; "
                          f"its devices: {', '.join(known)}")
     default = default or meta["variants"][0]
     if default not in meta["variants"]:
         raise ValueError(f"{name}: the default {default!r} is not one of its variants {meta['variants']}")
-    stored = [d for d in devices if store.model(name, d) is not None]
+    stored = [d for d in devices if d in with_model]
     models = device_models(store, name, devices, learner)
     info = {}
     for d in devices:
