@@ -148,7 +148,7 @@ def test_odd_names_stay_inside_their_strings_and_comments(bundle, tmp_path):
     """Device and variant names from a store can hold line breaks, quotes, backslashes and
     non-ASCII text: none may end a comment line early or a string literal."""
     odd_devices = ["gpu\nint evil = 1;", "ends in a backslash \\", "cr\rlf", "t\u00e9sla_p100 \"quoted\"", "??=x"]
-    model = next(iter(bundle.devices.values()))["model"]
+    model = bundle.model(next(iter(bundle.devices)))
     odd = Bundle.build("odd", ["a\\", "b\nint x;"], FEATURES, "a\\",
                        {d: SelectorModel(["a\\", "b\nint x;"], FEATURES, "constant", {"label": 1}) for d in odd_devices},
                        datasheet=datasheet_table())
@@ -180,8 +180,8 @@ def test_every_model_kind_chooses_as_python(bundle, driver):
     X = np.vstack([problem(3000, 3)[0], np.column_stack([10 ** rng.uniform(-2, 10, 500), rng.normal(0, 5, 500),
                                                          rng.uniform(-3, 3, 500)]),
                    problem(1000, 4)[0] * [1e-6, 1.0, 1.0], extremes])        # the sizes in millions too
-    for i, (device, entry) in enumerate(bundle.devices.items()):
-        model = entry["model"]
+    for i, device in enumerate(bundle.devices):
+        model = bundle.model(device)
         expected = [bundle.variants.index(model.variants[c]) for c in model.predict_index(X)]
         got = driver([f"P {i} " + " ".join(repr(float(v)) for v in x) for x in X])
         assert [int(g) for g in got] == expected, f"{device} ({model.kind})"
@@ -205,9 +205,9 @@ def test_select_runs_the_default_on_unknown_devices_and_bad_values(bundle, drive
     default = bundle.variants.index(bundle.default)
     svm = list(bundle.devices)[0]
     x = [1e5, 0.5, 0.3]
-    chosen = bundle.devices[svm]["model"].predict_index([x])[0]
+    chosen = bundle.model(svm).predict_index([x])[0]
     lines = [f"S {svm} 100000 0.5 0.3", "S no-such-device 100000 0.5 0.3", f"S {svm} nan 0.5 0.3"]
-    assert [int(v) for v in driver(lines)] == [bundle.variants.index(bundle.devices[svm]["model"].variants[chosen]),
+    assert [int(v) for v in driver(lines)] == [bundle.variants.index(bundle.model(svm).variants[chosen]),
                                                default, default]
     # the path says what ran: a feature that is not finite runs the default, not the exact model
     assert driver([f"Q {svm} 100000 0.5 0.3", f"Q {svm} nan 0.5 0.3", f"Q {svm} 100000 inf 0.3",
@@ -276,10 +276,10 @@ def test_export_from_the_store_takes_the_stored_models(bundle, store):
     store.declare("my-solver", VARIANTS, FEATURES)
     ids = list(bundle.devices)[:2]
     for d in ids:
-        store.put_model("my-solver", d, bundle.devices[d]["model"].to_dict())
+        store.put_model("my-solver", d, bundle.model(d).to_dict())
     got = bundle_from_store(store, "my-solver", devices=ids, default="medium")
     assert list(got.devices) == ids and got.default == "medium"
-    assert [got.devices[d]["model"].to_dict() for d in ids] == [bundle.devices[d]["model"].to_dict() for d in ids]
+    assert [got.model(d).to_dict() for d in ids] == [bundle.model(d).to_dict() for d in ids]
     assert got.devices[ids[0]]["product"] == bundle.devices[ids[0]]["product"]     # from the datasheet
     with pytest.raises(ValueError, match="no stored model"):
         bundle_from_store(store, "my-solver", devices=[*ids, "tesla_k20c-elsewhere"])
@@ -313,7 +313,7 @@ def test_cli_takes_a_model_file_written_by_tune_from_source(bundle, tmp_path, ca
     from nitro.store import Store
     Store().declare("my-solver-from-a-file", VARIANTS, FEATURES)          # the CLI's default store
     device = list(bundle.devices)[0]
-    model = bundle.devices[device]["model"]
+    model = bundle.model(device)
     d = model.to_dict()
     d["provenance"] = {**d.get("provenance", {}), "target": "gpu_only_in_a_file"}
     path = tmp_path / "model.json"
