@@ -42,6 +42,11 @@ PROXY_METRICS: dict[str, list[str]] = {
 }
 # Absolute counts: they scale with the input, not with the kind of work.
 ABSOLUTE_METRICS = {"inst_executed", "inst_issued"}
+# A relevant metric whose values over a proxy's intensities span less than this share of its
+# largest value does not follow the intensity (the CPU MEM-BW proxy only reads, so its
+# ll_write_miss stays at ~0.0003 per instruction for every φ): its noise would order the
+# intensities, and a forest split on it scores a variant by that noise.
+FLAT_SPAN = 0.5
 
 
 def _metric_names(profiles) -> list[str]:
@@ -57,10 +62,17 @@ def proxy_metrics(proxy: str, available: list[str]) -> list[str]:
     return relevant or list(available)
 
 
+def _follows_intensity(values) -> bool:
+    """Whether a metric's values over a proxy's intensities span :data:`FLAT_SPAN` of its largest."""
+    values = np.asarray(values, dtype=float)
+    return bool(values.max() > 0 and np.ptp(values) >= FLAT_SPAN * values.max())
+
+
 def fit_proxy_models(proxy_profiles: Mapping[tuple[str, int], Mapping[str, float]], metrics: list[str],
                      random_state: int = 0) -> dict[str, tuple[list[str], RandomForestRegressor]]:
     """One intensity regressor per proxy from ``{(proxy, φ): {metric: value}}``, with the
-    metrics it uses (:func:`proxy_metrics`)."""
+    metrics it uses: those of :func:`proxy_metrics` that follow the intensity (all of them
+    where none does)."""
     by_proxy: dict[str, list] = {}
     for (proxy, phi), m in proxy_profiles.items():
         by_proxy.setdefault(proxy, []).append((m, float(phi)))
@@ -69,6 +81,7 @@ def fit_proxy_models(proxy_profiles: Mapping[tuple[str, int], Mapping[str, float
         if len({phi for _, phi in samples}) < 2:
             raise ValueError(f"proxy {proxy!r} needs profiles at two or more intensities")
         used = proxy_metrics(proxy, metrics)
+        used = [k for k in used if _follows_intensity([float(m.get(k, 0.0)) for m, _ in samples])] or used
         X = np.array([[float(m.get(k, 0.0)) for k in used] for m, _ in samples])
         y = np.array([phi for _, phi in samples])
         models[proxy] = (used, RandomForestRegressor(n_estimators=100, random_state=random_state).fit(X, y))
