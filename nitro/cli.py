@@ -633,9 +633,13 @@ def cmd_profile(args):
     import numpy as np
 
     from .benchmarks import load
+    from .profiling.cpu import available
     from .transfer.pdfs import select_proxies
     from .tuner import Autotuner
     family = load(args.computation)
+    why = available()                   # before any input is made: callgrind runs in a subprocess later
+    if why is not None:
+        raise OSError(f"nitro profile needs callgrind on this machine: {why}")
     cv = family.make_code_variant()
     (train, ids), _ = family.train_test_inputs()
     size = lambda a: sum(x.nbytes for x in (a if isinstance(a, tuple) else (a,)) if isinstance(x, np.ndarray))  # noqa: E731

@@ -87,6 +87,17 @@ def test_profile_command_and_method_refuse_bad_requests(capsys):
         autotuner("histogram", progress=False).profile([histogram.make_code_variant()])
 
 
+def test_profile_command_without_valgrind_says_so_in_one_line(capsys, monkeypatch, tmp_path):
+    """Without valgrind on the PATH the command names what is missing (nitro: error:, exit 2),
+    not a RuntimeError traceback from the profiling subprocess."""
+    from nitro.cli import main
+    monkeypatch.setenv("PATH", str(tmp_path))          # an empty folder: no valgrind, no objdump
+    assert main(["profile", "histogram"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("nitro: error: nitro profile needs callgrind on this machine: valgrind is not installed")
+    assert "Traceback" not in err
+
+
 def test_read_costs_follows_callgrind_compression(tmp_path):
     out = tmp_path / "callgrind.out.1"
     out.write_text("\n".join([
