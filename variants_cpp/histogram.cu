@@ -7,6 +7,7 @@
 // sort_dynamic sorts each claimed chunk inside the block (cub::BlockRadixSort) and counts
 // its runs in shared memory, as CUB's sort-based block histogram does.
 #include "histogram_cuda.hpp"
+#include "cuda_error.hpp"
 
 #include <cuda_runtime.h>
 
@@ -34,7 +35,7 @@ static_assert(kThreads == kHistogramBins, "one thread per bin in the merge steps
 
 void check(cudaError_t err, const char* what) {
   if (err != cudaSuccess)
-    throw std::runtime_error(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(err));
+    throw std::runtime_error(std::string("CUDA error in ") + what + ": " + nitro::cuda_error_text(err));
 }
 
 int current_device() {

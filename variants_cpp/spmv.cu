@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "cuda_error.hpp"
 #include "spmv.hpp"
 
 namespace nitro::gpu {
@@ -19,7 +20,7 @@ const T* cptr(std::uintptr_t p) { return reinterpret_cast<const T*>(p); }
 
 void check(cudaError_t err, const char* what) {
   if (err != cudaSuccess)
-    throw std::runtime_error(std::string("nitro spmv_cuda.") + what + ": " + cudaGetErrorString(err));
+    throw std::runtime_error(std::string("nitro spmv_cuda.") + what + ": " + nitro::cuda_error_text(err));
 }
 
 void finish(const char* what) {

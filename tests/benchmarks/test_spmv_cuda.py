@@ -1,5 +1,6 @@
 """CUDA SpMV variants: contract, constraints and input checks without a GPU; on a GPU, every
 variant its constraint allows against SciPy, and tuning."""
+import ctypes
 import re
 import shutil
 import subprocess
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from nitro import TimingPolicy, autotuner, cuda
+from nitro import TimingPolicy, _variants, autotuner, cuda
 from nitro.benchmarks import spmv, spmv_cuda
 
 REASON = spmv_cuda.unavailable()
@@ -211,3 +212,25 @@ def test_dia_skips_padding_by_its_bits_not_by_a_float_compare(spmv_ptx):
     values = re.findall(r"ld\.global\.nc\.f64\s+(%fd\d+), \[%rd\d+\];\s+mov\.b64\s+(%rd\d+), (%fd\d+);"
                         r"\s+setp\.(?:eq|ne)\.[sub]64\s+%p\d+, (%rd\d+), 0;", body)
     assert values and all(v == moved and bits == tested for v, bits, moved, tested in values), body
+
+
+def _no_cuda_driver() -> bool:
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return True
+    return False
+
+
+@pytest.mark.skipif(not _variants.HAVE_CUDA or not _no_cuda_driver(),
+                    reason="needs nitro built with CUDA on a machine without a CUDA driver")
+def test_launchers_without_a_driver_say_that_none_is_installed():
+    """The runtime's "CUDA driver version is insufficient" where no driver is installed at all
+    is completed with what is missing (no pointer is dereferenced: the launch fails first)."""
+    launches = {"csr_scalar": lambda: _variants.spmv_cuda.csr_scalar(4, 8, 8, 8, 8, 8),
+                "csr_vector": lambda: _variants.spmv_cuda.csr_vector(4, 8, 8, 8, 8, 8),
+                "ell": lambda: _variants.spmv_cuda.ell(4, 1, 8, 8, 8, 8),
+                "dia": lambda: _variants.spmv_cuda.dia(4, 4, 1, 8, 8, 8, 8)}
+    for name, launch in launches.items():
+        with pytest.raises(RuntimeError, match=rf"spmv_cuda\.{name}: .*no CUDA driver is installed here"):
+            launch()
