@@ -220,7 +220,11 @@ _pools: dict = {}
 
 
 def memory_pool() -> MemoryPool:
-    """The :class:`MemoryPool` of the current context's GPU (call inside :func:`on_device`)."""
+    """The :class:`MemoryPool` of the current context's GPU (call inside :func:`on_device`).
+    Raises ``RuntimeError`` with the reason when CUDA is unavailable."""
+    reason = unavailable()
+    if reason:
+        raise RuntimeError(f"CUDA is not available: {reason}")
     import pycuda.driver as drv
     current = drv.Context.get_current()
     if current is None:
