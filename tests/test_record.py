@@ -161,7 +161,7 @@ def test_bad_settings_are_refused(clean_store, tmp_path):
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(cuda.variants_unavailable() is not None, reason="no usable CUDA GPU here")
+@pytest.mark.skipif(cuda.variants_unavailable() is not None, reason=f"no usable CUDA GPU here: {cuda.variants_unavailable()}")
 def test_a_gpu_family_records_under_its_gpu(clean_store, tmp_path):
     """Before 2026-11-26 ``nitro record histogram_cuda`` filed the GPU's rows and device record
     under this machine's CPU id."""
