@@ -446,10 +446,10 @@ def _features_file(path: str) -> dict:
 
 def cmd_tune_from_source(args):
     from .transfer.confidence import TransferEstimateWarning
-    from .transfer.tune import tune_from_source
+    from .transfer.tune import recorded_meta, tune_from_source
     target_features = _features_file(args.target_features) if args.target_features else None
     store = _store(args)
-    meta = store.meta(args.computation)
+    meta = recorded_meta(store, args.computation)
     try:
         with warnings.catch_warnings():        # the estimate is printed below, with the rest
             warnings.simplefilter("ignore", TransferEstimateWarning)

@@ -19,7 +19,7 @@ from ..metrics import fraction_of_optimum
 from ..search import budget_count
 from ..model import SelectorModel, transfer_origin
 from ..progress import progress_bar
-from ..store import Store
+from ..store import Store, StoreError
 from ..store.redis_store import same_computation
 from .coverage import choose_variants, sources_of_kind
 from .confidence import TransferEstimateWarning, estimate_quality, estimate_warning, few_shot_verdict, nearest_distances
@@ -188,12 +188,25 @@ def _featureless_sources_error(store: Store, name: str, sources: list[str]) -> N
                          "or leave them out of --sources")
 
 
+def recorded_meta(store: Store, name: str) -> dict:
+    """The stored declaration of ``name``, which a target learns from; where nothing is recorded
+    under that name, a StoreError that says what to record first rather than only that the name
+    is unknown (a target is tuned after its sources, and that order is easy to miss)."""
+    if name not in store.computations():
+        known = ", ".join(store.computations()) or "none"
+        raise StoreError(f"{name}: nothing is recorded under this name in {store!r} (recorded: {known}): a target "
+                         "learns from the training rows of source devices, so record them first: tune() with "
+                         "record=True on each source device, sharing this store, or nitro store import DIR "
+                         f"{name} for rows recorded elsewhere")
+    return store.meta(name)
+
+
 def _load(store: Store, name: str, variants, features, sources, target, target_features, keep_variants,
           progress: bool, keep_target: bool = False, pending: list | None = None):
     """The sources' rows and devices and the target's device, as :class:`TransferData`:
     ``(data, target index, provenance)``; ``pending`` collects what to store with the model
     (:func:`_target_record`)."""
-    meta = store.meta(name)
+    meta = recorded_meta(store, name)
     if not same_computation(meta, variants, features):
         raise ValueError(f"{name}: the store holds variants {meta['variants']} and features "
                          f"{meta['features']}, not {list(variants)} and {list(features)}")

@@ -33,6 +33,24 @@ def test_transferred_model_round_trips_through_the_store(store):
     assert reordered.variants == VARIANTS[::-1] and reordered.predict(X) == model.predict(X)
 
 
+def test_a_store_with_nothing_recorded_says_to_record_the_sources_first(store, capsys):
+    """A target tuned before any source recorded (the usual first mistake: the Listing 2 script run
+    before Listing 1's) is told what to record, in Python and on the command line, not only that
+    the computation is unknown."""
+    from nitro.cli import main
+    from nitro.store import StoreError
+    with pytest.raises(StoreError, match=r"toy: nothing is recorded under this name in .* \(recorded: none\): a target "
+                                         r"learns from the training rows of source devices, so record them first: "
+                                         r"tune\(\) with record=True on each source device"):
+        tune_from_source(store, "toy", VARIANTS, ["size", "skew"], target="dev0", progress=False)
+    store.declare("other", VARIANTS, ["size", "skew"])
+    with pytest.raises(StoreError, match=r"\(recorded: other\).*nitro store import DIR toy"):
+        refit_from_sources(store, "toy", VARIANTS, ["size", "skew"], target="dev0")
+    assert main(["tune-from-source", "never_recorded", "--target", "dev0"]) == 2   # the tests' embedded store
+    err = capsys.readouterr().err
+    assert err.startswith("nitro: error: never_recorded: nothing is recorded under this name") and "record them first" in err
+
+
 def test_a_store_whose_only_rows_are_the_targets_says_a_source_is_another_device(store):
     m = planted()
     store.declare("toy", VARIANTS, ["size", "skew"])
