@@ -9,8 +9,8 @@ bundle from package data, dispatch; no scikit-learn, no pandas, no server.
 Here both sides run in one script on a private store; in a real library the user side is the
 library's own module (see the README, "Shipping models in a library").
 """
+import argparse
 import os
-import sys
 import tempfile
 from pathlib import Path
 
@@ -48,7 +48,10 @@ def user(bundle_file: Path) -> None:
 
 
 if __name__ == "__main__":
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp())
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out_dir", nargs="?", type=Path, help="where the bundle and the author's store go "
+                        "(default: a new temporary folder; the same folder again reuses its store's rows)")
+    out = parser.parse_args().out_dir or Path(tempfile.mkdtemp())
     os.environ.setdefault("NITRO_DATA_DIR", str(out / "store"))    # a private store for the author side
     path = author(out)
     print(f"bundle: {path} ({path.stat().st_size:,} bytes)")
