@@ -28,6 +28,7 @@ tuner = autotuner("spmv")
 print("sources:", ", ".join(model.provenance["sources"]))
 print("device features:", ", ".join(model.provenance["device_features"]))
 
-A = spmv.SpmvMatrix(sp.random(20_000, 20_000, density=5e-4, random_state=0, format="csr"))
+A = spmv.SpmvMatrix(sp.random(20_000, 20_000, density=5e-4, format="csr",   # a Generator: an int seed takes
+                                 random_state=np.random.default_rng(0)))   # SciPy 80 s to sample this
 x = np.ones(A.shape[1])
 print(A, "dispatching to", spmv_cv.select(A, x), "->", spmv_cv(A, x)[:4], "...")
