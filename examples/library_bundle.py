@@ -52,7 +52,8 @@ if __name__ == "__main__":
     parser.add_argument("out_dir", nargs="?", type=Path, help="where the bundle and the author's store go "
                         "(default: a new temporary folder; the same folder again reuses its store's rows)")
     out = parser.parse_args().out_dir or Path(tempfile.mkdtemp())
-    os.environ.setdefault("NITRO_DATA_DIR", str(out / "store"))    # a private store for the author side
+    os.environ["NITRO_DATA_DIR"] = str(out / "store")    # a private store for the author side, even where
+    os.environ.pop("NITRO_STORE", None)                  # the shell names one (the bundle holds what it stores)
     path = author(out)
     print(f"bundle: {path} ({path.stat().st_size:,} bytes)")
     user(path)

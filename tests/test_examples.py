@@ -95,7 +95,11 @@ def test_source_then_target_records_resumes_tunes_and_dispatches_right(family, e
 
 
 @pytest.mark.slow
-def test_library_bundle_writes_a_bundle_that_dispatches_right(tmp_path, capsys):
+def test_library_bundle_writes_a_bundle_that_dispatches_right_from_a_store_of_its_own(tmp_path, monkeypatch, capsys):
+    """The author side tunes in OUT_DIR/store whatever store the shell names (here one that does
+    not answer, and another data directory); a second run reads its rows back."""
+    monkeypatch.setenv("NITRO_STORE", "redis://127.0.0.1:1/0")
+    monkeypatch.setenv("NITRO_DATA_DIR", str(tmp_path / "the_users_own_store"))
     run_example("library_bundle.py", str(tmp_path))
     out = capsys.readouterr().out
     bundle = tmp_path / "histogram.nitro.json"
@@ -105,3 +109,12 @@ def test_library_bundle_writes_a_bundle_that_dispatches_right(tmp_path, capsys):
     assert hist.use_bundle(bundle)["path"] == "exact"
     (_, _), (test, _) = histogram.train_test_inputs(n_train=1, n_test=3)
     assert all(np.array_equal(hist(image), histogram.reference(image)) for image in test)
+
+    assert not (tmp_path / "the_users_own_store").exists()
+    store = Store()                                           # the script's: OUT_DIR/store
+    assert str(tmp_path / "store") in repr(store)
+    [device] = store.devices("histogram")
+    rows = store.rows("histogram", device)
+    assert len(rows) == 16
+    run_example("library_bundle.py", str(tmp_path))
+    assert store.rows("histogram", device) == rows            # read back, not measured again
