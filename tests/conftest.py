@@ -244,3 +244,17 @@ def family_measurements():
         dev = pd.DataFrame({"cores": [10.0, 12, 40, 44, 80, 88], "arch": [family[d] for d in devices]}, index=devices)
         return Measurements(times, feats, dev), family
     return make
+
+
+@pytest.fixture
+def without_cuda_driver():
+    """Skips the test unless nitro was built with CUDA on a machine with no CUDA driver library
+    (libcuda.so.1), where the launchers' errors must say that none is installed."""
+    import ctypes
+    from nitro import _variants
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        if _variants.HAVE_CUDA:
+            return
+    pytest.skip("needs nitro built with CUDA on a machine without a CUDA driver")

@@ -1,6 +1,5 @@
 """CUDA histogram variants: built whenever nvcc is present; their scratch allocation checked in
 the compiled object; checked against np.bincount on a GPU."""
-import ctypes
 import os
 import shutil
 import subprocess
@@ -51,19 +50,8 @@ def test_scratch_comes_from_a_pool_that_keeps_its_memory(tmp_path):
     assert "cudaMallocAsync" not in calls
 
 
-def no_cuda_driver() -> bool:
-    """Whether this machine has no CUDA driver library at all (libcuda.so.1)."""
-    try:
-        ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return True
-    return False
-
-
-@pytest.mark.skipif(not _variants.HAVE_CUDA or not no_cuda_driver(),
-                    reason="needs nitro built with CUDA on a machine without a CUDA driver")
 @pytest.mark.parametrize("name", histogram.VARIANT_NAMES)
-def test_launchers_without_a_driver_say_that_none_is_installed(name):
+def test_launchers_without_a_driver_say_that_none_is_installed(name, without_cuda_driver):
     """With no CUDA driver the runtime's own words are "CUDA driver version is insufficient for
     CUDA runtime version", as if an old driver were there; the error names what is missing.
     (No pointer is dereferenced: the first runtime call fails.)"""

@@ -1,6 +1,5 @@
 """CUDA SpMV variants: contract, constraints and input checks without a GPU; on a GPU, every
 variant its constraint allows against SciPy, and tuning."""
-import ctypes
 import re
 import shutil
 import subprocess
@@ -214,17 +213,7 @@ def test_dia_skips_padding_by_its_bits_not_by_a_float_compare(spmv_ptx):
     assert values and all(v == moved and bits == tested for v, bits, moved, tested in values), body
 
 
-def _no_cuda_driver() -> bool:
-    try:
-        ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return True
-    return False
-
-
-@pytest.mark.skipif(not _variants.HAVE_CUDA or not _no_cuda_driver(),
-                    reason="needs nitro built with CUDA on a machine without a CUDA driver")
-def test_launchers_without_a_driver_say_that_none_is_installed():
+def test_launchers_without_a_driver_say_that_none_is_installed(without_cuda_driver):
     """The runtime's "CUDA driver version is insufficient" where no driver is installed at all
     is completed with what is missing (no pointer is dereferenced: the launch fails first)."""
     launches = {"csr_scalar": lambda: _variants.spmv_cuda.csr_scalar(4, 8, 8, 8, 8, 8),
