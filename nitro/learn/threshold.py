@@ -244,8 +244,12 @@ class ThresholdResult:
         return "\n".join(lines)
 
     def to_c_header(self, name: str = "thresholds") -> str:
-        """The rule as a C header: ``NITRO_THRESHOLD_<NAME>`` and ``nitro_use_<name>(size)``."""
-        guard = f"NITRO_{_ident(name).upper()}_H"
+        """The rule as a C header: ``NITRO_THRESHOLD_<NAME>`` and ``nitro_use_<name>(size)``. Its
+        include guard holds a digest of ``name`` as given, so that two programs whose names map to
+        one identifier (``conv-a``, ``CONV_A``) do not silently skip one another's header."""
+        import hashlib
+        digest = hashlib.sha256(name.encode()).hexdigest()[:8].upper()
+        guard = f"NITRO_{_ident(name).upper()}_{digest}_H"
         lines = [f"/* Thresholds tuned by nitro for {name}: run the guarded version when size >= threshold. */",
                  f"#ifndef {guard}", f"#define {guard}", "#include <math.h>", ""]
         for k, v in self.thresholds.items():

@@ -110,6 +110,12 @@ def test_emitted_python_and_c_rules_agree():
     return_header_checked(cc, header, sizes, expected)
 
 
+def test_c_headers_of_names_that_map_to_one_identifier_keep_their_own_guards():
+    r = tune_thresholds(convolve, datasets(range(2, 5)), {"fft": 0.0}, policy=ONE, isolate=False)
+    guards = [r.to_c_header(name).splitlines()[1] for name in ("conv-a", "CONV_A", "conv_a")]
+    assert all(g.startswith("#ifndef NITRO_CONV_A_") for g in guards) and len(set(guards)) == 3
+
+
 def return_header_checked(cc, header, sizes, expected):
     import tempfile
     from pathlib import Path
