@@ -24,13 +24,12 @@ MIN_KIND = 3    # a device kind gets its own transfer block from this many devic
 def device_models(store: Store, name: str, devices: list[str], learner="svm") -> dict:
     """Each device's stored model; a device without one gets an on-device model fitted on its
     rows with ``learner`` and stored, so that the store and the bundle hold the same model."""
-    from .model import SelectorModel
     from .tuner import Autotuner
 
     meta = store.meta(name)
     models = {}
     for device in devices:
-        stored = store.model(name, device)
+        stored = store.selector_model(name, device)
         if stored is None:
             rows = store.rows(name, device)
             if not rows:
@@ -42,7 +41,7 @@ def device_models(store: Store, name: str, devices: list[str], learner="svm") ->
             store.put_model(name, device, model.to_dict())
             models[device] = model
         else:
-            models[device] = SelectorModel.from_dict(stored)
+            models[device] = stored
     return models
 
 

@@ -450,13 +450,13 @@ def bundle_from_store(store, name: str, devices=None, default: str | None = None
     models_given = dict(models_given or {})
     models = {}
     for d in wanted:
-        stored = store.model(name, d)
+        stored = store.selector_model(name, d)
         if stored is None:
             if devices and d not in models_given:
                 raise ValueError(f"{name}: device {d!r} has no stored model (tune it, or build a bundle, "
                                  f"which fits one: nitro bundle build)")
             continue
-        models[d] = SelectorModel.from_dict(stored)
+        models[d] = stored
     models.update(models_given)
     if not models:
         raise ValueError(f"{name}: no device has a stored model")

@@ -427,18 +427,27 @@ class Store:
         none), checked to load: a model this nitro cannot read (an older run's format, another
         program's value) is a StoreError naming the computation and device, not an error about a
         model nobody named from whatever reads it."""
+        found = self._checked_model(computation, device_id)
+        return None if found is None else found[0]
+
+    def selector_model(self, computation: str, device_id: str):
+        """:meth:`model` as the :class:`nitro.model.SelectorModel` its check loaded (None when
+        there is none), for callers that choose with it: the model is not parsed twice."""
+        found = self._checked_model(computation, device_id)
+        return None if found is None else found[1]
+
+    def _checked_model(self, computation: str, device_id: str) -> tuple | None:
         from ..model import SelectorModel
         raw = self._call(self.client.get, keys.model(computation, device_id))
         if raw is None:
             return None
         where = f"{computation}/{device_id}"
-        model = _loads(raw, f"model of {where}")
+        data = _loads(raw, f"model of {where}")
         try:
-            SelectorModel.from_dict(model)
+            return data, SelectorModel.from_dict(data)
         except ValueError as exc:
             raise StoreError(f"the model of {where} stored in {self.name} does not load ({exc}): fit it "
                              "again (tune(), nitro tune-from-source) to replace it") from None
-        return model
 
     # -- profiles -----------------------------------------------------------------------------
     def put_profiles(self, computation: str, device_id: str, profiles: Mapping[tuple[str, str], Mapping]):
